@@ -1,0 +1,83 @@
+"""Wire strings: label, annotation and condition keys shared by every adapter.
+
+trainweave's own keys live under ``trainweave.io/``. Kueue keys are from
+kueue v0.19.2 ``pkg/controller/jobs/pod/constants``; Trainer keys from
+kubeflow/trainer v2.3.0 ``pkg/constants``; JobSet keys from jobset v0.12.0
+``api/jobset/v1alpha2`` (set on pods so the Kubeflow SDK finds them).
+"""
+
+from __future__ import annotations
+
+import enum
+
+# --- trainweave ------------------------------------------------------------
+TRAINJOB = "trainweave.io/trainjob"  # TrainJob name, on every object and pod
+STEP = "trainweave.io/step"  # step name, on step pods
+REPLICATED_JOB = "trainweave.io/replicated-job"  # runtime replicatedJob name, on pods
+ATTEMPT = "trainweave.io/attempt"  # whole-pipeline attempt (0, 1, ...), on Workflow and pods
+ROLE = "trainweave.io/role"  # StepRole value, on step pods
+COMPONENT = "trainweave.io/component"  # workflow | service | runtime-snapshot | pvc
+MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGER = "trainweave"
+QUOTA_ANNOTATION = "trainweave.io/quota"  # JSON quota summary on the TrainJob
+ATTEMPTS_ANNOTATION = "trainweave.io/attempts"  # whole-pipeline attempts started
+
+# --- Kueue (plain-pod groups) ------------------------------------------------
+KUEUE_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
+KUEUE_POD_GROUP_NAME = "kueue.x-k8s.io/pod-group-name"
+KUEUE_POD_GROUP_TOTAL_COUNT = "kueue.x-k8s.io/pod-group-total-count"
+KUEUE_RETRIABLE_IN_GROUP = "kueue.x-k8s.io/retriable-in-group"
+KUEUE_PRIORITY_CLASS = "kueue.x-k8s.io/priority-class"
+KUEUE_IS_GROUP_WORKLOAD = "kueue.x-k8s.io/is-group-workload"
+
+# --- Kubeflow Trainer ----------------------------------------------------------
+TRAINER_GROUP = "trainer.kubeflow.org"
+TRAINER_VERSION = "v1alpha1"
+TRAINJOB_ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
+RUNTIME_SNAPSHOT_KEY = "runtime"  # ConfigMap key, as upstream KEP-2599
+
+# --- JobSet / batch (pod labels the Kubeflow SDK selects on) -----------------
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_REPLICATED_JOB_NAME = "jobset.sigs.k8s.io/replicatedjob-name"
+JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+
+
+class Ancestor(str, enum.Enum):
+    """Values of the ``trainjob-ancestor-step`` label (Trainer v2.3.0)."""
+
+    DATASET_INITIALIZER = "dataset-initializer"
+    MODEL_INITIALIZER = "model-initializer"
+    TRAINER = "trainer"
+
+
+class StepRole(str, enum.Enum):
+    """What a step is for in the pipeline (``trainweave.io/role``)."""
+
+    INITIALIZER = "initializer"
+    TRAINER = "trainer"
+    POST_PROCESSOR = "post-processor"
+    AUXILIARY = "auxiliary"  # any other job (no ancestor, not after the trainer)
+
+
+class ConditionType(str, enum.Enum):
+    """TrainJob condition types (Trainer v2.3.0 has exactly these three)."""
+
+    SUSPENDED = "Suspended"
+    COMPLETE = "Complete"
+    FAILED = "Failed"
+
+
+class Reason(str, enum.Enum):
+    """TrainJob condition reasons: JobSet-compatible, plus our input errors."""
+
+    ALL_JOBS_COMPLETED = "AllJobsCompleted"
+    FAILED_JOBS = "FailedJobs"
+    REACHED_MAX_RESTARTS = "ReachedMaxRestarts"
+    DEADLINE_EXCEEDED = "DeadlineExceeded"
+    SUSPENDED = "Suspended"
+    RESUMED = "Resumed"
+    TRAINING_RUNTIME_NOT_FOUND = "TrainingRuntimeNotFound"
+    INVALID_RUNTIME = "InvalidRuntime"
+    INVALID_TRAINJOB = "InvalidTrainJob"
+    UNSUPPORTED_FIELD = "UnsupportedField"
