@@ -1,0 +1,161 @@
+"""The Pipeline: trainweave's one internal model, spoken by every adapter.
+
+A Pipeline is an ordered DAG of Steps. A Step is what Kueue admits as one pod
+group: one or more Jobs (runtime replicatedJobs joined by ``Ready`` edges), each
+a number of identical pods. ``adapters.trainer`` builds it from a TrainJob and
+its runtime; ``adapters.argo`` renders it to a Workflow; ``adapters.kueue``
+previews the Workloads it becomes.
+
+Pod specs stay as Kubernetes wire dicts (camelCase), already validated against
+the Kubernetes schema by ``trainweave.k8s_schema`` and with every TrainJob
+override applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainweave.labels import Ancestor, StepRole
+
+JsonDict = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ExitCodeRule:
+    """One podFailurePolicy rule, in order: first match wins.
+
+    ``action`` is ``FailJob`` (no retry), ``Ignore`` (retry, not counted against
+    the budget) or ``Count`` (retry while the budget lasts). ``operator`` is
+    ``In`` or ``NotIn`` over ``values``. ``disruption`` marks an
+    ``onPodConditions: DisruptionTarget`` rule (pod deleted, e.g. by Kueue
+    preemption) instead of exit codes.
+    """
+
+    action: str
+    operator: str = "In"
+    values: tuple[int, ...] = ()
+    disruption: bool = False
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How a failed pod of a Job is retried (batch Job -> Argo retryStrategy).
+
+    ``budget`` counted retries per pod; ``rules`` the podFailurePolicy;
+    ``deadline_seconds`` the Job's activeDeadlineSeconds (spans all attempts).
+    """
+
+    budget: int
+    rules: tuple[ExitCodeRule, ...] = ()
+    deadline_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """One runtime replicatedJob: ``replicas`` Jobs of ``pods_per_replica`` pods.
+
+    ``pod_template`` is the final pod template (``{"metadata": ..., "spec": ...}``)
+    with TrainJob fields applied; ``daemon`` is True for a job that keeps running
+    while its step succeeds without it (JobSet successPolicy targets others).
+    """
+
+    name: str
+    ancestor: Ancestor | None
+    replicas: int
+    pods_per_replica: int
+    pod_template: JsonDict
+    retry: RetryPolicy
+    daemon: bool = False
+
+    @property
+    def pods(self) -> int:
+        """Pods this job runs at once."""
+        return self.replicas * self.pods_per_replica
+
+    @property
+    def main_container(self) -> JsonDict:
+        """The pod's only container (validated to be exactly one)."""
+        containers: list[JsonDict] = self.pod_template["spec"]["containers"]
+        return containers[0]
+
+    def requests(self) -> dict[str, str]:
+        """Per-pod resource requests as Kueue counts them (requests, else limits)."""
+        return pod_requests(self.pod_template["spec"])
+
+
+@dataclass(frozen=True)
+class Step:
+    """What Kueue admits as one gang: a pod group on one queue."""
+
+    name: str
+    role: StepRole
+    jobs: tuple[Job, ...]
+    queue: str
+    depends_on: tuple[str, ...] = ()
+    priority_class: str | None = None
+
+    @property
+    def pods(self) -> int:
+        """Pods in the step: the pod group's total count."""
+        return sum(job.pods for job in self.jobs)
+
+
+@dataclass(frozen=True)
+class HeadlessService:
+    """Stable DNS for multi-node steps (JobSet ``network``)."""
+
+    name: str
+    publish_not_ready_addresses: bool = True
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """A TrainJob, translated: steps in topological order, plus shared objects."""
+
+    name: str
+    namespace: str
+    steps: tuple[Step, ...]
+    runtime_kind: str
+    runtime_name: str
+    runtime_snapshot: JsonDict
+    attempt: int = 0
+    service: HeadlessService | None = None
+    pvcs: tuple[JsonDict, ...] = ()
+    pvc_retain: bool = False
+    active_deadline_seconds: int | None = None
+    max_restarts: int = 0
+    suspend: bool = False
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def step(self, name: str) -> Step:
+        """The step called ``name``."""
+        for step in self.steps:
+            if step.name == name:
+                return step
+        raise KeyError(name)
+
+
+def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, str]:
+    """Effective per-pod requests: sum over containers, max with each init container.
+
+    Mirrors Kubernetes' pod request rule (and Kueue's ``PodRequests``): a
+    container's request defaults to its limit. Values stay as quantity strings;
+    ``trainweave.quantity`` does the arithmetic.
+    """
+    from trainweave.quantity import add_quantities, max_quantities
+
+    total: dict[str, str] = {}
+    for container in pod_spec.get("containers", []):
+        total = add_quantities(total, _container_requests(container))
+    for init in pod_spec.get("initContainers", []):
+        total = max_quantities(total, _container_requests(init))
+    return total
+
+
+def _container_requests(container: Mapping[str, Any]) -> dict[str, str]:
+    resources = container.get("resources") or {}
+    requests = dict(resources.get("limits") or {})
+    requests.update(resources.get("requests") or {})
+    return {name: str(value) for name, value in requests.items()}
