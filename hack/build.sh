@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Build the pinned engines of the local control plane (hack/versions.env) from the Go module proxy into
+#   ${XDG_CACHE_HOME:-$HOME/.cache}/trainweave/engines/<hash of versions.env>/bin
+# Each component is built once per hash (a stamp file bin/.<name>.ok); a warm run only checks stamps.
+# Prints how long each build took (also appended to <engines>/build-times.log).
+# Usage: hack/build.sh [--print-dir]     (--print-dir: only print the engines folder, build nothing)
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VERSIONS="$ROOT/hack/versions.env"
+set -a; . "$VERSIONS"; set +a
+HASH=$(sha256sum "$VERSIONS" | cut -c1-16)
+ENG="${XDG_CACHE_HOME:-$HOME/.cache}/trainweave/engines/$HASH"
+BIN="$ENG/bin"
+if [[ "${1:-}" == "--print-dir" ]]; then echo "$ENG"; exit 0; fi
+mkdir -p "$BIN" "$ENG/work"
+cp "$VERSIONS" "$ENG/versions.env"
+
+command -v go >/dev/null || { echo "build.sh: go is needed (Go >= 1.26 with the module proxy)" >&2; exit 1; }
+export CGO_ENABLED=0
+export GOFLAGS="${GOFLAGS:-} -trimpath -buildvcs=false"
+JOBS="${BUILD_JOBS:-2}"
+LOG="$ENG/build-times.log"
+TOTAL0=$(date +%s)
+
+step() {  # step NAME FUNCTION: run FUNCTION unless bin/.NAME.ok exists; time it
+  local name=$1 fn=$2 t0 t1
+  if [[ -f "$BIN/.$name.ok" ]]; then echo "build.sh: $name: up to date"; return 0; fi
+  echo "build.sh: building $name ..."
+  t0=$(date +%s)
+  "$fn"
+  t1=$(date +%s)
+  touch "$BIN/.$name.ok"
+  echo "build.sh: built $name in $((t1 - t0))s"
+  echo "$(date -u +%FT%TZ) $name $((t1 - t0))s go=$(go env GOVERSION) cpus=$(nproc)" >>"$LOG"
+}
+
+moddir() { go mod download -json "$1" | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(d.get("Error")) if d.get("Error") else print(d["Dir"])'; }
+
+sources() {  # module folders holding CRDs, webhook manifests and kwok Stages (read-only, in GOMODCACHE)
+  {
+    echo "KUEUE_DIR=$(moddir sigs.k8s.io/kueue@$KUEUE_VERSION)"
+    echo "ARGO_DIR=$(moddir github.com/argoproj/argo-workflows/v4@$ARGO_WORKFLOWS_VERSION)"
+    echo "TRAINER_DIR=$(moddir github.com/kubeflow/trainer/v2@$TRAINER_VERSION)"
+    echo "KWOK_DIR=$(moddir sigs.k8s.io/kwok@$KWOK_VERSION)"
+  } >"$ENG/sources.env.tmp"
+  mv "$ENG/sources.env.tmp" "$ENG/sources.env"
+}
+
+etcd() {  # etcd's server/go.mod has relative replaces, so no `go install`; a wrapper module needs none of them
+  local w="$ENG/work/etcd"; rm -rf "$w"; mkdir -p "$w"
+  printf 'module trainweave.local/etcdbin\n\ngo 1.25.0\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD_VERSION" >"$w/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "go.etcd.io/etcd/server/v3"\n' >"$w/tools.go"
+  (cd "$w" && go mod tidy && go build -p "$JOBS" -o "$BIN/etcd" go.etcd.io/etcd/server/v3)
+}
+
+kwok() {
+  GOBIN="$BIN" go install -p "$JOBS" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwokctl@$KWOK_VERSION"
+}
+
+kubernetes() {  # wrapper module: require k8s.io/kubernetes, replace every staging module by its published v0.X.Y
+  local w="$ENG/work/kubernetes" kdir v0 ld p
+  rm -rf "$w"; mkdir -p "$w"
+  kdir=$(moddir "k8s.io/kubernetes@$KUBERNETES_VERSION")
+  v0="v0.${KUBERNETES_VERSION#v1.}"
+  {
+    printf 'module trainweave.local/k8sbin\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n' "$KUBERNETES_VERSION"
+    # the staging list is taken from the tag's own go.mod: `k8s.io/X => ./staging/src/k8s.io/X`
+    sed -nE 's#^[[:space:]]*(k8s\.io/[a-z0-9-]+) => \./staging/src/k8s\.io/[a-z0-9-]+$#\t\1 => \1 '"$v0"'#p' "$kdir/go.mod"
+    printf ')\n'
+  } >"$w/go.mod"
+  echo "build.sh: kubernetes wrapper replaces $(grep -c '=>' "$w/go.mod") staging modules"
+  printf '//go:build tools\n\npackage tools\n\nimport (\n' >"$w/tools.go"
+  for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' $c >>"$w/tools.go"; done
+  printf ')\n' >>"$w/tools.go"
+  ld="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld="$ld -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=$(echo "$KUBERNETES_VERSION" | cut -d. -f1 | tr -d v)"
+    ld="$ld -X $p.gitMinor=$(echo "$KUBERNETES_VERSION" | cut -d. -f2) -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+  done
+  (cd "$w" && go mod tidy && go build -p "$JOBS" -tags=selinux,notest,grpcnotrace -ldflags "$ld" -o "$BIN/" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
+}
+
+kueue() {
+  GOBIN="$BIN" go install -p "$JOBS" -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
+    "sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION"
+}
+
+argo() {
+  GOBIN="$BIN" go install -p "$JOBS" -ldflags "-s -w -X github.com/argoproj/argo-workflows/v4.version=$ARGO_WORKFLOWS_VERSION" \
+    "github.com/argoproj/argo-workflows/v4/cmd/workflow-controller@$ARGO_WORKFLOWS_VERSION"
+}
+
+step sources sources
+step etcd etcd
+step kwok kwok
+step kubernetes kubernetes
+step kueue kueue
+step argo argo
+echo "build.sh: engines ready in $BIN (total $(($(date +%s) - TOTAL0))s)"

@@ -1,0 +1,43 @@
+# The e2e tier's control plane (docs/local-control-plane.md). Included by the top Makefile, which
+# defines VENV, PY and the venv target.
+.PHONY: engines cluster-up cluster-down cluster-status e2e kind-up kind-down
+
+E2E_PYTEST_ARGS ?=
+
+## Build the pinned engines (hack/versions.env) into the user cache; no-op when already built.
+engines:
+	bash hack/build.sh
+
+## Start etcd, kube-apiserver, kcm, scheduler, kwok, Kueue and Argo on loopback (idempotent).
+cluster-up: venv
+	$(PY) hack/cluster.py up
+
+## Stop every process cluster-up started and delete its state.
+cluster-down: venv
+	$(PY) hack/cluster.py down
+
+## What runs: pids, ports, kubeconfig path.
+cluster-status: venv
+	$(PY) hack/cluster.py status
+
+## e2e tests on the local control plane: up if needed, pytest -m e2e, always down afterwards.
+## With KUBECONFIG_E2E=<path> (e.g. from kind-up) the tests run against that cluster instead.
+e2e: venv
+ifeq ($(KUBECONFIG_E2E),)
+	@$(PY) hack/cluster.py up; rc=$$?; \
+	if [ $$rc -eq 0 ]; then \
+	  TRAINWEAVE_KUBECONFIG=$$($(PY) hack/cluster.py env | sed -n 's/^export TRAINWEAVE_KUBECONFIG=//p') \
+	    $(PY) -m pytest -m e2e tests/e2e $(E2E_PYTEST_ARGS); rc=$$?; \
+	fi; \
+	$(PY) hack/cluster.py down || rc=1; \
+	exit $$rc
+else
+	TRAINWEAVE_KUBECONFIG=$(KUBECONFIG_E2E) $(PY) -m pytest -m e2e tests/e2e $(E2E_PYTEST_ARGS)
+endif
+
+## Docker users: a kind cluster with the same pinned Kueue/Argo/Trainer CRDs (cannot run here).
+kind-up:
+	bash hack/kind-up.sh up
+
+kind-down:
+	bash hack/kind-up.sh down

@@ -1,0 +1,758 @@
+#!/usr/bin/env python3
+"""The e2e control plane on this machine, without Docker: up | down | status | env.
+
+etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok are started by
+`kwokctl --runtime binary` (loopback only, free ports, own PKI); the Kueue manager and Argo's
+workflow-controller are started here, as plain processes with pid files. Every binary comes from
+hack/build.sh, every CRD and webhook manifest from the same pinned Go modules (hack/versions.env).
+
+State (kubeconfig, pids, logs, certs) lives in $TRAINWEAVE_STATE_DIR, by default
+${XDG_CACHE_HOME:-~/.cache}/trainweave/cluster. docs/local-control-plane.md explains the parts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+HACK = ROOT / "hack"
+CLUSTER_NAME = "trainweave-e2e"
+E2E_LABEL = "trainweave.test/e2e"
+POOL_LABEL = "trainweave.test/pool"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trainweave"
+STATE = Path(os.environ.get("TRAINWEAVE_STATE_DIR") or CACHE / "cluster")
+KUBECONFIG = STATE / "kubeconfig"
+LAST_LOGS = CACHE / "cluster-last-logs"
+
+# Fake node pools (kwok): no taints, loopback InternalIP, labelled for ResourceFlavor nodeLabels.
+POOLS = {
+    "cpu": {"count": 4, "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
+    "gpu": {
+        "count": 4,
+        "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"},
+    },
+}
+
+# Kueue's waitForPodsReady, set deliberately (docs/local-control-plane.md, docs/engines.md):
+# a gang that is not all Ready 5 min after admission is evicted and requeued; recoveryTimeout 0s
+# turns the v0.19.2 recovery check off, which otherwise evicts a multi-pod group in which one pod
+# already Succeeded while the others still run (kueue-podgroups.md 2.4).
+WAIT_FOR_PODS_READY = {
+    "timeout": "5m",
+    "recoveryTimeout": "0s",
+    "blockAdmission": False,
+    "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 10},
+}
+
+
+def log(msg: str) -> None:
+    print(f"cluster: {msg}", flush=True)
+
+
+def die(msg: str) -> None:
+    print(f"cluster: ERROR: {msg}", file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def read_env(path: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            k, v = line.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def engines_dir() -> Path:
+    out = subprocess.run(
+        ["bash", str(HACK / "build.sh"), "--print-dir"], check=True, capture_output=True, text=True
+    )
+    return Path(out.stdout.strip())
+
+
+def run(
+    *args: str | Path, check: bool = True, capture: bool = False, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(a) for a in args],
+        check=check,
+        text=True,
+        capture_output=capture,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def wait_for(what: str, fn: Any, timeout: float, interval: float = 0.5) -> Any:
+    """Poll fn() until it returns a truthy value, with a deadline."""
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = fn()
+            if value:
+                return value
+        except Exception as e:
+            last = e
+        time.sleep(interval)
+    die(f"timed out after {timeout:.0f}s waiting for {what} (last error: {last})")
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie child of ours counts as dead
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def stop_pid(pid: int, name: str, grace: float = 15.0) -> None:
+    """SIGTERM one process we started (by id), then SIGKILL after a grace period."""
+    if not pid_alive(pid):
+        return
+    log(f"stopping {name} (pid {pid})")
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return
+        time.sleep(0.2)
+    log(f"{name} (pid {pid}) ignored SIGTERM; SIGKILL")
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+
+
+# ---------------------------------------------------------------------------------------------
+# state
+
+
+def state_file() -> Path:
+    return STATE / "cluster.json"
+
+
+def load_state() -> dict[str, Any] | None:
+    try:
+        data: dict[str, Any] = json.loads(state_file().read_text())
+        return data
+    except (OSError, ValueError):
+        return None
+
+
+def save_state(state: dict[str, Any]) -> None:
+    STATE.mkdir(parents=True, exist_ok=True)
+    tmp = state_file().with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2, sort_keys=True))
+    tmp.replace(state_file())
+
+
+def kwok_workdir() -> Path:
+    return STATE / "kwok"
+
+
+def kwok_pids() -> dict[str, int]:
+    out: dict[str, int] = {}
+    pids = kwok_workdir() / "clusters" / CLUSTER_NAME / "pids"
+    for f in sorted(pids.glob("*.pid")) if pids.is_dir() else []:
+        try:
+            out[f.stem] = int(f.read_text().strip())
+        except ValueError:
+            continue
+    return out
+
+
+def all_pids(state: dict[str, Any] | None) -> dict[str, int]:
+    pids = kwok_pids()
+    for name, pid in ((state or {}).get("pids") or {}).items():
+        pids[name] = int(pid)
+    return pids
+
+
+def apiserver_ready(kubectl: Path) -> bool:
+    r = run(
+        kubectl, "--kubeconfig", KUBECONFIG, "get", "--raw", "/readyz", check=False, capture=True
+    )
+    return r.returncode == 0 and r.stdout.strip() == "ok"
+
+
+# ---------------------------------------------------------------------------------------------
+# pieces
+
+
+def kwokctl_config(bin_dir: Path, versions: dict[str, str], kwok_dir: Path) -> str:
+    docs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+            "kind": "KwokctlConfiguration",
+            "options": {
+                "runtime": "binary",
+                "bindAddress": "127.0.0.1",  # every component on loopback (default is 0.0.0.0)
+                "kubeVersion": versions["KUBERNETES_VERSION"],
+                "etcdVersion": versions["ETCD_VERSION"].lstrip("v"),
+                "kubeApiserverBinary": str(bin_dir / "kube-apiserver"),
+                "kubeControllerManagerBinary": str(bin_dir / "kube-controller-manager"),
+                "kubeSchedulerBinary": str(bin_dir / "kube-scheduler"),
+                "kubectlBinary": str(bin_dir / "kubectl"),
+                "etcdBinary": str(bin_dir / "etcd"),
+                "kwokControllerBinary": str(bin_dir / "kwok"),
+                "nodeLeaseDurationSeconds": 40,
+            },
+        }
+    ]
+    text = yaml.safe_dump_all(docs, sort_keys=False)
+    # Stages: node ones and pod-ready unchanged from the pinned kwok module, our pod ones after.
+    stage_files = [
+        kwok_dir / "kustomize/stage/node/fast/node-initialize.yaml",
+        kwok_dir / "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+        kwok_dir / "kustomize/stage/pod/fast/pod-ready.yaml",
+        HACK / "e2e/pod-stages.yaml",
+    ]
+    for f in stage_files:
+        text += "---\n" + f.read_text().strip() + "\n"
+    return text
+
+
+def node_manifests() -> list[dict[str, Any]]:
+    nodes = []
+    for pool, spec in POOLS.items():
+        for i in range(int(spec["count"])):  # type: ignore[call-overload]
+            name = f"kwok-{pool}-{i}"
+            nodes.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {
+                        "name": name,
+                        "annotations": {
+                            "kwok.x-k8s.io/node": "fake",
+                            "node.alpha.kubernetes.io/ttl": "0",
+                        },
+                        "labels": {
+                            "type": "kwok",
+                            POOL_LABEL: pool,
+                            "kubernetes.io/hostname": name,
+                            "kubernetes.io/os": "linux",
+                            "kubernetes.io/arch": "amd64",
+                        },
+                    },
+                    "spec": {},
+                    "status": {
+                        "allocatable": spec["capacity"],
+                        "capacity": spec["capacity"],
+                        # loopback only: nothing (logs, exec) may be sent to another address
+                        "addresses": [
+                            {"type": "InternalIP", "address": "127.0.0.1"},
+                            {"type": "Hostname", "address": name},
+                        ],
+                        "nodeInfo": {
+                            "architecture": "amd64",
+                            "operatingSystem": "linux",
+                            "kubeletVersion": "fake",
+                            "kubeProxyVersion": "fake",
+                            "bootID": "",
+                            "containerRuntimeVersion": "",
+                            "kernelVersion": "",
+                            "machineID": "",
+                            "osImage": "",
+                            "systemUUID": "",
+                        },
+                    },
+                }
+            )
+    return nodes
+
+
+def make_certs(cert_dir: Path) -> bytes:
+    """A CA and a serving cert for 127.0.0.1/localhost (Kueue webhooks and its metrics server)."""
+    cert_dir.mkdir(parents=True, exist_ok=True)
+    ca_key, ca_crt = cert_dir / "ca.key", cert_dir / "ca.crt"
+    key, csr, crt = cert_dir / "tls.key", cert_dir / "tls.csr", cert_dir / "tls.crt"
+    ext = cert_dir / "ext.cnf"
+    ext.write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"
+        "keyUsage=digitalSignature,keyEncipherment\n"
+    )
+    run(
+        "openssl",
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "30",
+        "-subj",
+        "/CN=trainweave-e2e-ca",
+        "-keyout",
+        ca_key,
+        "-out",
+        ca_crt,
+        capture=True,
+    )
+    run(
+        "openssl",
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-keyout",
+        key,
+        "-out",
+        csr,
+        capture=True,
+    )
+    run(
+        "openssl",
+        "x509",
+        "-req",
+        "-in",
+        csr,
+        "-CA",
+        ca_crt,
+        "-CAkey",
+        ca_key,
+        "-CAcreateserial",
+        "-days",
+        "30",
+        "-extfile",
+        ext,
+        "-out",
+        crt,
+        capture=True,
+    )
+    return ca_crt.read_bytes()
+
+
+def kueue_webhooks(kueue_dir: Path, port: int, ca: bytes) -> list[dict[str, Any]]:
+    """Kueue's generated webhook manifests, pointed at https://127.0.0.1:<port> like envtest."""
+    docs = [
+        d
+        for d in yaml.safe_load_all(
+            (kueue_dir / "config/components/webhook/manifests.yaml").read_text()
+        )
+        if d and d.get("kind") in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+    ]
+    ca_b64 = base64.b64encode(ca).decode()
+    for d in docs:
+        d["metadata"]["name"] = "kueue-" + d["metadata"]["name"]
+        for wh in d["webhooks"]:
+            path = wh["clientConfig"]["service"]["path"]
+            wh["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca_b64}
+            if "kueue-x-k8s-io" not in path:
+                # job-like webhooks (pods, jobs, ...) only see the e2e test namespaces, as the
+                # kustomize overlay limits them to non-system namespaces upstream.
+                wh["namespaceSelector"] = {"matchLabels": {E2E_LABEL: "true"}}
+    return docs
+
+
+def kueue_config(webhook_port: int, health_port: int, cert_dir: Path) -> dict[str, Any]:
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "namespace": "kueue-system",
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        "metrics": {"bindAddress": "0"},
+        "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(cert_dir)},
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "managedJobsNamespaceSelector": {"matchLabels": {E2E_LABEL: "true"}},
+        "waitForPodsReady": WAIT_FOR_PODS_READY,
+        # The visibility API server would listen on 0.0.0.0:8082.
+        "featureGates": {"VisibilityOnDemand": False},
+        "integrations": {"frameworks": ["pod", "batch/job"]},
+    }
+
+
+def start_process(
+    name: str, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> int:
+    logf = STATE / "logs" / f"{name}.log"
+    logf.parent.mkdir(parents=True, exist_ok=True)
+    with open(logf, "ab") as out:
+        p = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **(env or {})},
+            cwd=str(cwd or STATE),
+            start_new_session=True,
+        )
+    (STATE / "pids").mkdir(exist_ok=True)
+    (STATE / "pids" / f"{name}.pid").write_text(str(p.pid))
+    log(f"started {name} (pid {p.pid}), log {logf}")
+    return p.pid
+
+
+def https_ok(url: str, ca_file: Path | None = None) -> bool:
+    ctx = ssl.create_default_context(cafile=str(ca_file)) if ca_file else None
+    with urllib.request.urlopen(url, timeout=2, context=ctx) as r:
+        return bool(r.status == 200)
+
+
+def tcp_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# commands
+
+
+def cmd_up(args: argparse.Namespace) -> None:
+    t0 = time.monotonic()
+    state = load_state()
+    eng = engines_dir()
+    kubectl = eng / "bin" / "kubectl"
+    if state and all(pid_alive(p) for p in all_pids(state).values()) and apiserver_ready(kubectl):
+        log("already up")
+        cmd_status(args)
+        return
+    if state or STATE.exists():
+        log("stale state found: cleaning it up first")
+        cmd_down(args)
+
+    if not args.no_build:
+        run("bash", HACK / "build.sh")
+    bin_dir = eng / "bin"
+    versions = read_env(HACK / "versions.env")
+    sources = read_env(eng / "sources.env")
+    kwok_dir, kueue_dir = Path(sources["KWOK_DIR"]), Path(sources["KUEUE_DIR"])
+    argo_dir, trainer_dir = Path(sources["ARGO_DIR"]), Path(sources["TRAINER_DIR"])
+
+    STATE.mkdir(parents=True, exist_ok=True)
+    state = {"engines": str(eng), "kubeconfig": str(KUBECONFIG), "pids": {}, "ports": {}}
+    save_state(state)
+    kenv = {
+        "KWOK_WORKDIR": str(kwok_workdir()),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+
+    # 1. etcd + kube-apiserver + kcm + scheduler + kwok, by kwokctl on loopback
+    cfg = STATE / "kwokctl.yaml"
+    cfg.write_text(kwokctl_config(bin_dir, versions, kwok_dir))
+    log("starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (kwokctl)")
+    run(
+        bin_dir / "kwokctl",
+        "create",
+        "cluster",
+        "--name",
+        CLUSTER_NAME,
+        "--config",
+        cfg,
+        "--kubeconfig",
+        STATE / "kwokctl-merged.kubeconfig",
+        "--wait",
+        "2m",
+        env=kenv,
+    )
+    kc = run(
+        bin_dir / "kwokctl", "get", "kubeconfig", "--name", CLUSTER_NAME, env=kenv, capture=True
+    )
+    KUBECONFIG.write_text(kc.stdout)
+    KUBECONFIG.chmod(0o600)
+    kubectl_args = [str(kubectl), "--kubeconfig", str(KUBECONFIG)]
+    wait_for("kube-apiserver /readyz", lambda: apiserver_ready(kubectl), 120)
+    comps = yaml.safe_load((kwok_workdir() / "clusters" / CLUSTER_NAME / "kwok.yaml").read_text())
+    for c in comps.get("components") or []:
+        for p in c.get("ports") or []:
+            if p.get("hostPort") or p.get("port"):
+                state["ports"][f"{c['name']}/{p.get('name', 'port')}"] = (
+                    p.get("hostPort") or p["port"]
+                )
+    save_state(state)
+
+    # 2. fake nodes
+    nodes = STATE / "nodes.yaml"
+    nodes.write_text(yaml.safe_dump_all(node_manifests()))
+    run(*kubectl_args, "create", "-f", nodes, capture=True)
+
+    # 3. CRDs from the pinned modules (server-side apply: Argo's Workflow CRD is 2.8 MB)
+    crds = sorted((kueue_dir / "config/components/crd/bases").glob("*.yaml"))
+    crds += sorted((argo_dir / "manifests/base/crds/full").glob("argoproj.io_*.yaml"))
+    crds += sorted((trainer_dir / "manifests/base/crds").glob("trainer.kubeflow.org_*.yaml"))
+    log(f"installing {len(crds)} CRDs")
+    apply = [*kubectl_args, "apply", "--server-side", "--force-conflicts"]
+    run(
+        *apply,
+        "--field-manager=trainweave-e2e",
+        *[a for f in crds for a in ("-f", str(f))],
+        capture=True,
+    )
+    run(
+        *kubectl_args,
+        "wait",
+        "--for=condition=Established",
+        "--timeout=120s",
+        *[f"crd/{yaml.safe_load(f.read_text())['metadata']['name']}" for f in crds],
+        capture=True,
+    )
+    run(*kubectl_args, "create", "namespace", "kueue-system", capture=True)
+    run(*kubectl_args, "create", "namespace", "argo", capture=True)
+
+    # 4. Kueue manager, webhooks on https://127.0.0.1:<port>
+    kdir = STATE / "kueue"
+    cert_dir = kdir / "certs"
+    ca = make_certs(cert_dir)
+    wport, hport = free_port(), free_port()
+    (kdir / "config.yaml").write_text(yaml.safe_dump(kueue_config(wport, hport, cert_dir)))
+    state["ports"].update({"kueue/webhook": wport, "kueue/health": hport})
+    kueue_argv = [
+        str(bin_dir / "kueue"),
+        f"--config={kdir / 'config.yaml'}",
+        f"--kubeconfig={KUBECONFIG}",
+        "--zap-log-level=info",
+    ]
+    state["pids"]["kueue"] = start_process(
+        "kueue", kueue_wrap(kueue_argv, cert_dir, kdir), cwd=kdir
+    )
+    save_state(state)
+    wait_for("Kueue health", lambda: https_ok_plain(f"http://127.0.0.1:{hport}/readyz"), 120)
+    wait_for("Kueue webhook TLS", lambda: tcp_open(wport), 60)
+    webhooks = kdir / "webhooks.yaml"
+    webhooks.write_text(yaml.safe_dump_all(kueue_webhooks(kueue_dir, wport, ca)))
+    run(*apply, "--field-manager=trainweave-e2e", "-f", webhooks, capture=True)
+
+    # 5. Argo workflow-controller
+    run(
+        *kubectl_args,
+        "-n",
+        "argo",
+        "create",
+        "configmap",
+        "workflow-controller-configmap",
+        "--from-literal=metricsConfig=enabled: false",
+        "--from-literal=telemetryConfig=enabled: false",
+        capture=True,
+    )
+    adir = STATE / "argo"
+    adir.mkdir(exist_ok=True)
+    state["pids"]["workflow-controller"] = start_process(
+        "workflow-controller",
+        [
+            str(bin_dir / "workflow-controller"),
+            f"--kubeconfig={KUBECONFIG}",
+            "--namespace=argo",
+            "--configmap=workflow-controller-configmap",
+            "--loglevel=info",
+        ],
+        env={"LEADER_ELECTION_DISABLE": "true"},
+        cwd=adir,
+    )
+    state["ports"]["workflow-controller/pprof (all interfaces, upstream hard-wired)"] = 6060
+    save_state(state)
+    wait_for(
+        "Argo workflow-controller /healthz",
+        lambda: https_ok_plain("http://127.0.0.1:6060/healthz"),
+        120,
+    )
+
+    # 6. cluster-wide Kueue objects shared by the tests: flavors per node pool
+    flavors = [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": pool},
+            "spec": {"nodeLabels": {POOL_LABEL: pool}},
+        }
+        for pool in POOLS
+    ]
+    (kdir / "flavors.yaml").write_text(yaml.safe_dump_all(flavors))
+    wait_for(
+        "ResourceFlavors accepted (Kueue webhooks serving)",
+        lambda: (
+            run(
+                *apply,
+                "--field-manager=trainweave-e2e",
+                "-f",
+                kdir / "flavors.yaml",
+                check=False,
+                capture=True,
+            ).returncode
+            == 0
+        ),
+        60,
+        1,
+    )
+    wait_for(
+        f"{sum(int(p['count']) for p in POOLS.values())} Ready nodes",  # type: ignore[call-overload]
+        lambda: ready_nodes(kubectl_args) == sum(int(p["count"]) for p in POOLS.values()),  # type: ignore[call-overload]
+        120,
+    )
+    state["up_seconds"] = round(time.monotonic() - t0, 1)
+    save_state(state)
+    log(f"up in {state['up_seconds']}s")
+    cmd_status(args)
+
+
+def https_ok_plain(url: str) -> bool:
+    with urllib.request.urlopen(url, timeout=2) as r:
+        return bool(r.status == 200)
+
+
+def ready_nodes(kubectl_args: list[str]) -> int:
+    out = run(*kubectl_args, "get", "nodes", "-o", "json", capture=True).stdout
+    n = 0
+    for node in json.loads(out)["items"]:
+        for c in node.get("status", {}).get("conditions") or []:
+            if c["type"] == "Ready" and c["status"] == "True":
+                n += 1
+    return n
+
+
+def kueue_wrap(argv: list[str], cert_dir: Path, kdir: Path) -> list[str]:
+    """Kueue v0.19.2 with internalCertManagement off always loads its metrics serving cert from
+    the hard-wired /etc/kueue/metrics/certs (cmd/kueue/main.go), even with metrics off. Rather than
+    write to /etc, run it in a private mount namespace where an overlay on /etc adds that folder."""
+    fixed = Path("/etc/kueue/metrics/certs")
+    if (fixed / "tls.crt").exists() and (fixed / "tls.key").exists():
+        return argv
+    if not shutil.which("unshare"):
+        die("Kueue needs /etc/kueue/metrics/certs/tls.{crt,key}; util-linux `unshare` is missing")
+    upper, work = kdir / "etc-upper", kdir / "etc-work"
+    for d in (upper / "kueue/metrics/certs", work):
+        d.mkdir(parents=True, exist_ok=True)
+    shutil.copy(cert_dir / "tls.crt", upper / "kueue/metrics/certs/tls.crt")
+    shutil.copy(cert_dir / "tls.key", upper / "kueue/metrics/certs/tls.key")
+    script = (
+        f'mount -t overlay overlay -o "lowerdir=/etc,upperdir={upper},workdir={work}" /etc '
+        '&& exec "$@"'
+    )
+    userns = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    return [
+        "unshare",
+        *userns,
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        script,
+        "sh",
+        *argv,
+    ]
+
+
+def cmd_down(args: argparse.Namespace) -> None:
+    state = load_state()
+    for name in ("workflow-controller", "kueue"):
+        pid = ((state or {}).get("pids") or {}).get(name)
+        if pid:
+            stop_pid(int(pid), name)
+    try:
+        eng = Path(state["engines"]) if state else engines_dir()
+    except (subprocess.CalledProcessError, KeyError):
+        eng = engines_dir()
+    kwokctl = eng / "bin" / "kwokctl"
+    leftover = kwok_pids()
+    if (kwok_workdir() / "clusters" / CLUSTER_NAME).exists() and kwokctl.exists():
+        log("deleting the kwokctl cluster")
+        run(
+            kwokctl,
+            "delete",
+            "cluster",
+            "--name",
+            CLUSTER_NAME,
+            "--kubeconfig",
+            STATE / "kwokctl-merged.kubeconfig",
+            env={"KWOK_WORKDIR": str(kwok_workdir())},
+            check=False,
+        )
+    for name, pid in leftover.items():  # kwokctl kills them; make sure, by id
+        stop_pid(pid, name, grace=5)
+    bad = {n: p for n, p in all_pids(state).items() if pid_alive(p)}
+    bad.update({n: p for n, p in leftover.items() if pid_alive(p)})
+    if STATE.exists():
+        if (STATE / "logs").exists() or (
+            kwok_workdir() / "clusters" / CLUSTER_NAME / "logs"
+        ).exists():
+            shutil.rmtree(LAST_LOGS, ignore_errors=True)
+            LAST_LOGS.mkdir(parents=True, exist_ok=True)
+            for src in (STATE / "logs", kwok_workdir() / "clusters" / CLUSTER_NAME / "logs"):
+                if src.exists():
+                    for f in src.glob("*.log"):
+                        shutil.copy(f, LAST_LOGS / f.name)
+        shutil.rmtree(STATE, ignore_errors=True)
+    if bad:
+        die(f"processes still alive after down: {bad}")
+    log(f"down (logs of the last run kept in {LAST_LOGS})")
+
+
+def cmd_status(args: argparse.Namespace) -> None:
+    state = load_state()
+    if not state:
+        print(f"cluster: down (no state in {STATE})")
+        if getattr(args, "strict", False):
+            sys.exit(1)
+        return
+    pids = all_pids(state)
+    print(f"cluster: state dir   {STATE}")
+    print(f"cluster: kubeconfig  {state['kubeconfig']}")
+    print(f"cluster: engines     {state['engines']}")
+    for name, pid in sorted(pids.items()):
+        print(f"cluster: {'running' if pid_alive(pid) else 'DEAD   '}  {name:<26} pid {pid}")
+    for name, port in sorted(state.get("ports", {}).items()):
+        print(f"cluster: port {port:<6} {name}")
+    kubectl = Path(state["engines"]) / "bin" / "kubectl"
+    ready = kubectl.exists() and KUBECONFIG.exists() and apiserver_ready(kubectl)
+    print(f"cluster: kube-apiserver {'ready' if ready else 'NOT ready'}")
+    if getattr(args, "strict", False) and not (ready and all(pid_alive(p) for p in pids.values())):
+        sys.exit(1)
+
+
+def cmd_env(args: argparse.Namespace) -> None:
+    print(f"export TRAINWEAVE_KUBECONFIG={KUBECONFIG}")
+    print(f"export KUBECONFIG={KUBECONFIG}")
+    print(f"export PATH={engines_dir() / 'bin'}:$PATH")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    up = sub.add_parser("up", help="build if needed, start everything, print status")
+    up.add_argument("--no-build", action="store_true", help="do not run hack/build.sh")
+    sub.add_parser("down", help="stop every process started by up, delete the state")
+    st = sub.add_parser("status", help="what runs: pids, ports, kubeconfig")
+    st.add_argument("--strict", action="store_true", help="exit 1 unless everything runs")
+    sub.add_parser("env", help="print shell exports for the kubeconfig and binaries")
+    args = ap.parse_args()
+    {"up": cmd_up, "down": cmd_down, "status": cmd_status, "env": cmd_env}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()
