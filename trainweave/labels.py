@@ -21,6 +21,9 @@ MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGER = "trainweave"
 QUOTA_ANNOTATION = "trainweave.io/quota"  # JSON quota summary on the TrainJob
 ATTEMPTS_ANNOTATION = "trainweave.io/attempts"  # whole-pipeline attempts started
+SEGMENT = "trainweave.io/segment"  # resume segment within one attempt (0, 1, ...), on Workflow
+STOPPED_FOR = "trainweave.io/stopped-for"  # why the controller stopped a Workflow: suspend | deadline
+MAX_RESTARTS_ANNOTATION = "trainweave.io/max-restarts"  # JobSet maxRestarts, on the Workflow
 
 # --- Kueue (plain-pod groups) ------------------------------------------------
 KUEUE_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
