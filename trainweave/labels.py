@@ -22,7 +22,9 @@ MANAGER = "trainweave"
 QUOTA_ANNOTATION = "trainweave.io/quota"  # JSON quota summary on the TrainJob
 ATTEMPTS_ANNOTATION = "trainweave.io/attempts"  # whole-pipeline attempts started
 SEGMENT = "trainweave.io/segment"  # resume segment within one attempt (0, 1, ...), on Workflow
-STOPPED_FOR = "trainweave.io/stopped-for"  # why the controller stopped a Workflow: suspend | deadline
+STOPPED_FOR = (
+    "trainweave.io/stopped-for"  # why the controller stopped a Workflow: suspend | deadline
+)
 MAX_RESTARTS_ANNOTATION = "trainweave.io/max-restarts"  # JobSet maxRestarts, on the Workflow
 
 # --- Kueue (plain-pod groups) ------------------------------------------------

@@ -127,6 +127,8 @@ class Pipeline:
     active_deadline_seconds: int | None = None
     max_restarts: int = 0
     suspend: bool = False
+    mpi_slots: int = 0
+    ttl_seconds_after_finished: int | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
 
     def step(self, name: str) -> Step:

@@ -1,0 +1,192 @@
+"""batch/v1 JobSpec (inside a runtime replicatedJob) -> pod count and RetryPolicy.
+
+Pure. Each Job field has an exact meaning in trainweave's model or is rejected
+by name (design decision 4):
+
+- ``parallelism``/``completions``: a step is a gang, so both must be equal
+  (pods = completions); ``completionMode`` either way (indexes are rendered).
+- ``backoffLimitPerIndex``: exact as a per-pod Argo retry limit.
+- ``backoffLimit``: exact for a one-pod Job. For a multi-pod Job it is a budget
+  shared by all pods, which Argo cannot keep (it retries each pod on its own):
+  accepted only as 0; unset means Kubernetes' default 6, applied per pod.
+- ``podFailurePolicy``: exit-code rules on the main container and
+  ``DisruptionTarget`` conditions -> the Argo retry expression, rule order kept.
+- ``activeDeadlineSeconds``: the retry backoff's ``maxDuration`` (spans attempts).
+- ``podReplacementPolicy: Failed`` is what Argo does; ``TerminatingOrFailed``,
+  ``maxFailedIndexes``, ``successPolicy`` (non-trivial), ``suspend: true``,
+  ``selector``/``manualSelector``, ``ttlSecondsAfterFinished``, ``managedBy``
+  are rejected.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainweave.errors import InputError
+from trainweave.labels import Reason
+from trainweave.model import ExitCodeRule, RetryPolicy
+
+DEFAULT_BACKOFF_LIMIT = 6  # batch/v1 Job default
+_ALLOWED = {
+    "template",
+    "parallelism",
+    "completions",
+    "completionMode",
+    "backoffLimit",
+    "backoffLimitPerIndex",
+    "podFailurePolicy",
+    "activeDeadlineSeconds",
+    "podReplacementPolicy",
+    "successPolicy",
+    "suspend",
+}
+_REJECTED = {
+    "maxFailedIndexes": "Argo has no cross-pod failed-index budget",
+    "selector": "pods are selected by trainweave's own labels",
+    "manualSelector": "pods are selected by trainweave's own labels",
+    "ttlSecondsAfterFinished": "Job objects are not created; use the Workflow's ttlStrategy",
+    "managedBy": "the step is managed by Argo and Kueue, not by a Job controller",
+}
+
+
+def pods_per_replica(spec: dict[str, Any], path: str) -> tuple[int, list[InputError]]:
+    """Pods one Job of this spec runs at once (its completions), or the errors."""
+    parallelism = spec.get("parallelism")
+    completions = spec.get("completions")
+    if parallelism is None and completions is None:
+        return 1, []
+    if completions is None:
+        completions = parallelism
+    if parallelism is None or parallelism != completions:
+        return completions or 1, [
+            _err(
+                f"{path}.parallelism",
+                f"must equal completions ({completions}): a step starts all its pods as one"
+                " gang, so pods cannot run in waves",
+            )
+        ]
+    if completions < 1:
+        return 1, [_err(f"{path}.completions", "must be at least 1")]
+    return int(completions), []
+
+
+def retry_policy(
+    spec: dict[str, Any], pods: int, main_container: str, path: str
+) -> tuple[RetryPolicy, list[InputError]]:
+    """The RetryPolicy of a Job spec with ``pods`` pods, or errors naming the field."""
+    errors = [
+        _err(f"{path}.{key}", f"is not supported: {why}")
+        for key, why in _REJECTED.items()
+        if key in spec
+    ]
+    errors += [
+        _err(f"{path}.{key}", "unknown or unsupported batch/v1 JobSpec field")
+        for key in spec
+        if key not in _ALLOWED and key not in _REJECTED
+    ]
+    if spec.get("suspend"):
+        errors.append(_err(f"{path}.suspend", "must not be true: suspend the TrainJob instead"))
+    if spec.get("podReplacementPolicy", "Failed") != "Failed":
+        errors.append(
+            _err(
+                f"{path}.podReplacementPolicy",
+                "only Failed is supported: Argo replaces a pod once it has failed",
+            )
+        )
+    errors += _success_policy(spec.get("successPolicy"), pods, f"{path}.successPolicy")
+    budget, budget_errors = _budget(spec, pods, path)
+    rules, rule_errors = _rules(spec.get("podFailurePolicy"), main_container, path)
+    deadline = spec.get("activeDeadlineSeconds")
+    return RetryPolicy(budget, tuple(rules), deadline), errors + budget_errors + rule_errors
+
+
+def _budget(spec: dict[str, Any], pods: int, path: str) -> tuple[int, list[InputError]]:
+    per_index = spec.get("backoffLimitPerIndex")
+    if per_index is not None:
+        if spec.get("completionMode") != "Indexed":
+            return 0, [_err(f"{path}.backoffLimitPerIndex", "requires completionMode: Indexed")]
+        return int(per_index), []
+    limit = spec.get("backoffLimit")
+    if limit is None:
+        return DEFAULT_BACKOFF_LIMIT, []
+    if pods > 1 and limit != 0:
+        return 0, [
+            _err(
+                f"{path}.backoffLimit",
+                f"is a retry budget shared by all {pods} pods, which Argo cannot keep (it"
+                " retries each pod on its own); set backoffLimitPerIndex (with completionMode:"
+                " Indexed) for a per-pod budget, or backoffLimit: 0",
+            )
+        ]
+    return int(limit), []
+
+
+def _rules(
+    policy: dict[str, Any] | None, main: str, path: str
+) -> tuple[list[ExitCodeRule], list[InputError]]:
+    if not policy:
+        return [], []
+    rules: list[ExitCodeRule] = []
+    errors: list[InputError] = []
+    for i, rule in enumerate(policy.get("rules") or []):
+        where = f"{path}.podFailurePolicy.rules[{i}]"
+        action = rule.get("action")
+        if action not in ("FailJob", "Ignore", "Count", "FailIndex"):
+            errors.append(_err(f"{where}.action", f"unknown action {action!r}"))
+            continue
+        # FailIndex fails only that pod's index; a failed index fails the step, so per
+        # pod it is FailJob (the other pods run to their end either way under Argo).
+        action = "FailJob" if action == "FailIndex" else action
+        if "onExitCodes" in rule:
+            codes = rule["onExitCodes"]
+            container = codes.get("containerName")
+            if container not in (None, main):
+                errors.append(
+                    _err(
+                        f"{where}.onExitCodes.containerName",
+                        f"must be the main container {main!r}: Argo reports only its exit code",
+                    )
+                )
+            operator = codes.get("operator")
+            if operator not in ("In", "NotIn"):
+                errors.append(_err(f"{where}.onExitCodes.operator", "must be In or NotIn"))
+                continue
+            values = tuple(int(v) for v in codes.get("values") or [])
+            rules.append(ExitCodeRule(action, operator, values))
+        elif "onPodConditions" in rule:
+            for j, cond in enumerate(rule["onPodConditions"]):
+                if cond.get("type") != "DisruptionTarget" or cond.get("status", "True") != "True":
+                    errors.append(
+                        _err(
+                            f"{where}.onPodConditions[{j}]",
+                            "only DisruptionTarget=True is supported (a pod deleted by"
+                            " preemption or eviction)",
+                        )
+                    )
+            rules.append(ExitCodeRule(action, disruption=True))
+        else:
+            errors.append(_err(where, "needs onExitCodes or onPodConditions"))
+    return rules, errors
+
+
+def _success_policy(policy: dict[str, Any] | None, pods: int, path: str) -> list[InputError]:
+    if not policy:
+        return []
+    everyone = f"0-{pods - 1}" if pods > 1 else "0"
+    for rule in policy.get("rules") or []:
+        count = rule.get("succeededCount")
+        indexes = rule.get("succeededIndexes")
+        if (count in (None, pods)) and (indexes in (None, everyone)) and (count or indexes):
+            continue
+        return [
+            _err(
+                path,
+                "only a rule requiring every index is supported: Argo cannot end a step early"
+                " and stop its other pods",
+            )
+        ]
+    return []
+
+
+def _err(path: str, message: str) -> InputError:
+    return InputError(path, message, reason=Reason.UNSUPPORTED_FIELD)

@@ -1,0 +1,56 @@
+"""Deterministic names for everything trainweave creates.
+
+Pure. Kubernetes label values and DNS labels are at most 63 characters; names
+that would be longer are cut and suffixed with a hash of the full name, so they
+stay unique per TrainJob, step and attempt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+MAX_LABEL = 63
+
+
+def dns_label(*parts: str, limit: int = MAX_LABEL) -> str:
+    """``parts`` joined by ``-``; if longer than ``limit``, cut and hash-suffixed."""
+    full = "-".join(p for p in parts if p)
+    if len(full) <= limit:
+        return full
+    digest = hashlib.sha256(full.encode()).hexdigest()[:8]
+    return f"{full[: limit - 9].rstrip('-')}-{digest}"
+
+
+def workflow_name(trainjob: str, attempt: int) -> str:
+    """The Workflow of a whole-pipeline attempt: ``<tj>``, then ``<tj>-r1``, ``<tj>-r2``..."""
+    return trainjob if attempt == 0 else f"{trainjob}-r{attempt}"
+
+
+def group_name(trainjob: str, step: str, attempt: int) -> str:
+    """The Kueue pod group (and so the Workload name) of one step in one attempt."""
+    return dns_label(trainjob, step, f"a{attempt}")
+
+
+def pod_hostname(trainjob: str, job: str, replica: int, index: int) -> str:
+    """JobSet's pod hostname ``<jobset>-<replicatedJob>-<jobIndex>-<podIndex>``."""
+    return f"{trainjob}-{job}-{replica}-{index}"
+
+
+def snapshot_name(trainjob: str) -> str:
+    """Runtime snapshot ConfigMap, as Trainer v2.3 names it (KEP-2599)."""
+    return f"{trainjob}-runtime-snapshot"
+
+
+def pvc_name(trainjob: str, template: str) -> str:
+    """JobSet's PVC name for a volumeClaimPolicies template: ``<template>-<jobset>``."""
+    return f"{template}-{trainjob}"
+
+
+def mpi_hostfile_name(trainjob: str) -> str:
+    """MPI hostfile ConfigMap, as Trainer's MPI plugin names it."""
+    return f"{trainjob}-mpi-hostfile"
+
+
+def mpi_secret_name(trainjob: str) -> str:
+    """MPI SSH auth Secret, as Trainer's MPI plugin names it."""
+    return f"{trainjob}-mpi-ssh-auth"

@@ -1,0 +1,551 @@
+"""TrainJob + TrainingRuntime -> Pipeline.
+
+Pure: no I/O, no clock. Applies TrainJob fields as kubeflow/trainer@v2.3.0's
+JobSet builder and ML plugins do (``plugins/jobset/builder.go``,
+``plugins/torch``, ``plugins/mpi``): initializer ``storageUri`` -> ``STORAGE_URI``,
+env and ``secretRef`` on the same-named container; trainer image, command, args,
+env, resourcesPerNode on the ``node`` container; ``numNodes`` as the trainer
+job's pod count; PET_* / OpenMPI env; JobSet network, successPolicy,
+failurePolicy and volumeClaimPolicies. Steps come from ``adapters.graph``; Job
+semantics from ``adapters.jobspec``.
+
+Queue of a step: the ``kueue.x-k8s.io/queue-name`` label on its replicatedJob
+template (``template.metadata.labels``), overridable per job by the TrainJob
+annotation ``queue.trainweave.io/<replicatedJob>`` or by a runtimePatch of that
+label; else ``default_queue``; else an error.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from trainweave.adapters import graph, jobspec, mlpolicy, names, patches
+from trainweave.errors import InputError, InputErrors
+from trainweave.inputs import ReplicatedJob, Runtime, RuntimeSpec, TrainJob
+from trainweave.labels import (
+    KUEUE_PRIORITY_CLASS,
+    KUEUE_QUEUE_NAME,
+    TRAINJOB_ANCESTOR,
+    Ancestor,
+    Reason,
+)
+from trainweave.model import HeadlessService, Job, Pipeline, Step
+
+Json = dict[str, Any]
+QUEUE_ANNOTATION_PREFIX = "queue.trainweave.io/"
+_RJ = "spec.template.spec.replicatedJobs"
+
+
+def to_pipeline(
+    trainjob: TrainJob, runtime: Runtime, *, attempt: int = 0, default_queue: str | None = None
+) -> Pipeline:
+    """The Pipeline of ``trainjob`` run on ``runtime``; raises InputErrors."""
+    ref = trainjob.spec.runtime_ref
+    if (ref.kind, ref.name) != (runtime.kind, runtime.metadata.name):
+        raise InputErrors(
+            [
+                InputError(
+                    "spec.runtimeRef",
+                    f"names {ref.kind} {ref.name!r}, given {runtime.kind} {runtime.metadata.name!r}",
+                    reason=Reason.TRAINING_RUNTIME_NOT_FOUND,
+                )
+            ]
+        )
+    if ref.api_group != "trainer.kubeflow.org":
+        raise InputErrors([InputError("spec.runtimeRef.apiGroup", "must be trainer.kubeflow.org")])
+    spec = runtime.spec
+    errors = _jobset_errors(spec) + _policy_errors(spec, trainjob)
+    raw_jobs = [
+        rj.model_dump(by_alias=True, exclude_none=True) for rj in spec.template.spec.replicated_jobs
+    ]
+    raw_jobs, _, patch_errors = patches.apply(
+        raw_jobs,
+        [p.model_dump(by_alias=True, exclude_none=True) for p in trainjob.spec.runtime_patches],
+    )
+    errors += patch_errors + _initializer_errors(trainjob, raw_jobs)
+    if errors:
+        raise InputErrors(errors)
+    rjobs = spec.template.spec.replicated_jobs
+    ancestors = [_ancestor(rj) for rj in raw_jobs]
+    shapes, graph_errors = graph.steps(rjobs, ancestors)
+    if graph_errors:
+        raise InputErrors(graph_errors)
+    ctx = _Context(trainjob, spec)
+    jobs: list[Job] = []
+    for i, raw in enumerate(raw_jobs):
+        job, job_errors = _job(ctx, i, raw, rjobs[i], ancestors[i])
+        jobs.append(job)
+        errors += job_errors
+    errors += _name_errors(trainjob.metadata.name, jobs)
+    steps = []
+    for shape in shapes:
+        step_jobs = tuple(jobs[i] for i in shape.jobs)
+        queue, queue_errors = _queue(trainjob, raw_jobs, shape.jobs, default_queue)
+        errors += queue_errors
+        priority = _label(raw_jobs[shape.jobs[0]], KUEUE_PRIORITY_CLASS)
+        steps.append(Step(shape.name, shape.role, step_jobs, queue, shape.depends_on, priority))
+    if errors:
+        raise InputErrors(errors)
+    steps = _with_daemons(steps, spec)
+    net = spec.template.spec.network
+    service = None
+    if net is None or net.enable_dns_hostnames is not False:
+        service = HeadlessService(
+            ctx.subdomain, net.publish_not_ready_addresses is not False if net else True
+        )
+    failure = spec.template.spec.failure_policy
+    return Pipeline(
+        name=trainjob.metadata.name,
+        namespace=trainjob.metadata.namespace or "default",
+        steps=tuple(steps),
+        runtime_kind=runtime.kind,
+        runtime_name=runtime.metadata.name,
+        runtime_snapshot=runtime.model_dump(by_alias=True, exclude_none=True, mode="json"),
+        attempt=attempt,
+        service=service,
+        pvcs=tuple(_pvcs(trainjob.metadata.name, spec)),
+        pvc_retain=any(
+            p.retention_policy is not None and p.retention_policy.when_deleted == "Retain"
+            for p in spec.template.spec.volume_claim_policies
+        ),
+        active_deadline_seconds=trainjob.spec.active_deadline_seconds,
+        max_restarts=failure.max_restarts if failure else 0,
+        suspend=trainjob.spec.suspend,
+        mpi_slots=ctx.mpi_slots,
+        ttl_seconds_after_finished=spec.template.spec.ttl_seconds_after_finished,
+    )
+
+
+class _Context:
+    """What every job needs to know about the TrainJob and runtime."""
+
+    def __init__(self, trainjob: TrainJob, spec: RuntimeSpec) -> None:
+        self.trainjob = trainjob
+        self.name = trainjob.metadata.name
+        self.spec = spec
+        net = spec.template.spec.network
+        self.subdomain = (net.subdomain if net and net.subdomain else None) or self.name
+        policy = spec.ml_policy
+        tj_trainer = trainjob.spec.trainer
+        self.num_nodes = (
+            tj_trainer.num_nodes if tj_trainer and tj_trainer.num_nodes else None
+        ) or (policy.num_nodes if policy else 1)
+        self.nproc = tj_trainer.num_proc_per_node if tj_trainer else None
+        self.mpi_slots = 0
+        self.resources: Json = {}
+
+
+def _job(
+    ctx: _Context, i: int, raw: Json, rjob: ReplicatedJob, ancestor: Ancestor | None
+) -> tuple[Job, list[InputError]]:
+    path = f"{_RJ}[{i}].template.spec"
+    job_spec: Json = copy.deepcopy(raw["template"].get("spec") or {})
+    pod_template: Json = job_spec.get("template") or {}
+    pod_spec: Json = pod_template.setdefault("spec", {})
+    pod_template.setdefault("metadata", {})
+    containers = pod_spec.get("containers") or []
+    errors: list[InputError] = []
+    if len(containers) != 1:
+        errors.append(
+            InputError(
+                f"{path}.template.spec.containers",
+                f"must hold exactly one container, got {len(containers)}: Argo runs one main"
+                " container per step pod (sidecars would be killed when it ends)",
+                reason=Reason.UNSUPPORTED_FIELD,
+            )
+        )
+        containers = containers or [{"name": "main", "image": "invalid"}]
+        pod_spec["containers"] = containers
+    for key in ("ephemeralContainers", "nodeName"):
+        if key in pod_spec:
+            errors.append(
+                InputError(
+                    f"{path}.template.spec.{key}",
+                    "is not supported for step pods",
+                    reason=Reason.UNSUPPORTED_FIELD,
+                )
+            )
+    pods, count_errors = jobspec.pods_per_replica(job_spec, path)
+    replicas = rjob.replicas
+    if ancestor is not None:
+        replicas = 1
+    if ancestor is Ancestor.TRAINER or (
+        ctx.spec.ml_policy and ctx.spec.ml_policy.mpi and rjob.name == "node"
+    ):
+        pods, count_errors = ctx.num_nodes, []
+    main = containers[0]
+    _apply_trainjob(ctx, rjob.name, ancestor, pod_spec)
+    mpi_pods = _apply_ml_policy(ctx, rjob.name, ancestor, pod_spec)
+    if mpi_pods is not None:
+        pods = mpi_pods
+    _add_claim_volumes(ctx, pod_spec)
+    retry, retry_errors = jobspec.retry_policy(
+        job_spec, pods * replicas, main.get("name", ""), path
+    )
+    if pod_spec.get("restartPolicy") == "Always":
+        errors.append(
+            InputError(
+                f"{path}.template.spec.restartPolicy",
+                "must be Never or OnFailure for a Job",
+                reason=Reason.INVALID_RUNTIME,
+            )
+        )
+    pod_spec.pop("restartPolicy", None)  # Argo pods run with Never; failures retry as new pods
+    job = Job(rjob.name, ancestor, replicas, pods, pod_template, retry)
+    return job, errors + count_errors + retry_errors
+
+
+def _add_claim_volumes(ctx: _Context, pod_spec: Json) -> None:
+    """JobSet addVolumes: a volumeClaimPolicies template mounted by a container becomes a volume."""
+    mounted = {
+        m.get("name")
+        for key in ("containers", "initContainers")
+        for c in pod_spec.get(key) or []
+        for m in c.get("volumeMounts") or []
+    }
+    for policy in ctx.spec.template.spec.volume_claim_policies:
+        for tpl in policy.templates:
+            name = (tpl.get("metadata") or {}).get("name", "")
+            if name in mounted:
+                claim = {"claimName": names.pvc_name(ctx.name, name)}
+                pod_spec.setdefault("volumes", []).append(
+                    {"name": name, "persistentVolumeClaim": claim}
+                )
+
+
+def _apply_trainjob(ctx: _Context, name: str, ancestor: Ancestor | None, pod_spec: Json) -> None:
+    tj = ctx.trainjob.spec
+    container = _container(
+        pod_spec,
+        name if ancestor in (Ancestor.DATASET_INITIALIZER, Ancestor.MODEL_INITIALIZER) else "node",
+    )
+    if container is None:
+        return
+    if ancestor in (Ancestor.DATASET_INITIALIZER, Ancestor.MODEL_INITIALIZER) and tj.initializer:
+        init = (
+            tj.initializer.dataset
+            if ancestor is Ancestor.DATASET_INITIALIZER
+            else tj.initializer.model
+        )
+        if init is not None:
+            if init.storage_uri:
+                mlpolicy.upsert_env(container, [{"name": "STORAGE_URI", "value": init.storage_uri}])
+            mlpolicy.upsert_env(container, init.env)
+            if init.secret_ref is not None:
+                container.setdefault("envFrom", []).append(
+                    {"secretRef": {"name": init.secret_ref.name}}
+                )
+    if ancestor is Ancestor.TRAINER and tj.trainer:
+        trainer = tj.trainer
+        if trainer.image:
+            container["image"] = trainer.image
+        if trainer.command:
+            container["command"] = list(trainer.command)
+        if trainer.args:
+            container["args"] = list(trainer.args)
+        mlpolicy.upsert_env(container, trainer.env)
+        if trainer.resources_per_node is not None:
+            container["resources"] = copy.deepcopy(trainer.resources_per_node)
+    if ancestor is Ancestor.TRAINER:
+        ctx.resources = container.get("resources") or {}
+
+
+def _apply_ml_policy(
+    ctx: _Context, name: str, ancestor: Ancestor | None, pod_spec: Json
+) -> int | None:
+    """Apply torch/MPI env and volumes; returns the MPI node pod count where it changes."""
+    policy = ctx.spec.ml_policy
+    if policy is None:
+        return None
+    resources = ctx.resources or _trainer_resources(ctx)
+    if policy.torch is not None:
+        pet, master = mlpolicy.torch_env(
+            ctx.name, ctx.subdomain, ctx.num_nodes, ctx.nproc, resources
+        )
+        node = _container(pod_spec, "node")
+        if ancestor is Ancestor.TRAINER and node is not None:
+            mlpolicy.upsert_env(node, pet + master)
+            mlpolicy.upsert_by_name(
+                node.setdefault("ports", []), [{"containerPort": mlpolicy.TORCH_PORT}]
+            )
+        for target in policy.torch.env_injection.targets if policy.torch.env_injection else []:
+            if target.job_name == name:
+                for cname in target.container_names:
+                    found = _container(pod_spec, cname, init=True)
+                    if found is not None:
+                        mlpolicy.upsert_env(found, pet + master)
+    if policy.mpi is not None and name in ("node", "launcher"):
+        mpi = policy.mpi
+        ctx.mpi_slots = mlpolicy.mpi_slots(mpi.num_proc_per_node, ctx.nproc, resources)
+        mlpolicy.upsert_by_name(
+            pod_spec.setdefault("volumes", []), [mlpolicy.mpi_secret_volume(ctx.name)]
+        )
+        node = _container(pod_spec, "node")
+        if node is not None:
+            mounts = [{"name": "mpi-ssh-auth", "mountPath": mpi.ssh_auth_mount_path}]
+            if name == "launcher":
+                mounts.append({"name": "mpi-hostfile", "mountPath": "/etc/mpi"})
+                mlpolicy.upsert_env(node, mlpolicy.openmpi_env(ctx.mpi_slots))
+            mlpolicy.upsert_by_name(node.setdefault("volumeMounts", []), mounts)
+        if name == "launcher":
+            mlpolicy.upsert_by_name(pod_spec["volumes"], [mlpolicy.mpi_hostfile_volume(ctx.name)])
+            return 1
+        return max(ctx.num_nodes - 1, 1) if mpi.run_launcher_as_node else ctx.num_nodes
+    return None
+
+
+def _trainer_resources(ctx: _Context) -> Json:
+    tj = ctx.trainjob.spec.trainer
+    if tj and tj.resources_per_node is not None:
+        return tj.resources_per_node
+    for rj in ctx.spec.template.spec.replicated_jobs:
+        if _ancestor(rj.model_dump(by_alias=True)) is Ancestor.TRAINER:
+            pod = ((rj.template.get("spec") or {}).get("template") or {}).get("spec") or {}
+            node = _container(pod, "node")
+            if node is not None:
+                return dict(node.get("resources") or {})
+    return {}
+
+
+def _container(pod_spec: Json, name: str, init: bool = False) -> Json | None:
+    keys = ("containers", "initContainers") if init else ("containers",)
+    for key in keys:
+        for container in pod_spec.get(key) or []:
+            if container.get("name") == name:
+                return container  # type: ignore[no-any-return]
+    return None
+
+
+def _ancestor(raw: Json) -> Ancestor | None:
+    value = _label(raw, TRAINJOB_ANCESTOR)
+    return Ancestor(value) if value in {a.value for a in Ancestor} else None
+
+
+def _label(raw: Json, key: str) -> str | None:
+    labels = ((raw.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    value = labels.get(key)
+    return str(value) if value is not None else None
+
+
+def _queue(
+    trainjob: TrainJob, raw_jobs: list[Json], idxs: tuple[int, ...], default: str | None
+) -> tuple[str, list[InputError]]:
+    found: dict[str, str] = {}
+    for i in idxs:
+        name = raw_jobs[i]["name"]
+        queue = trainjob.metadata.annotations.get(QUEUE_ANNOTATION_PREFIX + name) or _label(
+            raw_jobs[i], KUEUE_QUEUE_NAME
+        )
+        if queue:
+            found[name] = queue
+    if len(set(found.values())) > 1:
+        return "", [
+            InputError(
+                f"{_RJ}[{idxs[0]}].template.metadata.labels",
+                f"jobs of one step name different queues: {found}",
+                reason=Reason.INVALID_RUNTIME,
+            )
+        ]
+    if found:
+        return next(iter(found.values())), []
+    if default:
+        return default, []
+    name = raw_jobs[idxs[0]]["name"]
+    return "", [
+        InputError(
+            f"{_RJ}[{idxs[0]}].template.metadata.labels",
+            f"step {name!r} has no queue: set label {KUEUE_QUEUE_NAME} there, annotation"
+            f" {QUEUE_ANNOTATION_PREFIX}{name} on the TrainJob, or a default queue",
+            reason=Reason.INVALID_RUNTIME,
+        )
+    ]
+
+
+def _with_daemons(steps: list[Step], spec: RuntimeSpec) -> list[Step]:
+    """JobSet successPolicy targets: other jobs in a target's step keep running as daemons."""
+    policy = spec.template.spec.success_policy
+    if policy is None or not policy.target_replicated_jobs:
+        return steps
+    targets = set(policy.target_replicated_jobs)
+    out = []
+    for step in steps:
+        names_in = {j.name for j in step.jobs}
+        if names_in & targets and names_in - targets:
+            jobs = tuple(j if j.name in targets else _daemon(j) for j in step.jobs)
+            step = Step(
+                step.name, step.role, jobs, step.queue, step.depends_on, step.priority_class
+            )
+        out.append(step)
+    return out
+
+
+def _daemon(job: Job) -> Job:
+    return Job(
+        job.name,
+        job.ancestor,
+        job.replicas,
+        job.pods_per_replica,
+        job.pod_template,
+        job.retry,
+        daemon=True,
+    )
+
+
+def _jobset_errors(spec: RuntimeSpec) -> list[InputError]:
+    js = spec.template.spec
+    base = "spec.template.spec"
+    errors = []
+    rejected = {
+        "suspend": (js.suspend, "suspend the TrainJob instead"),
+        "managedBy": (js.managed_by, "the pipeline is managed by trainweave"),
+        "startupPolicy": (
+            js.startup_policy and js.startup_policy.startup_policy_order == "InOrder",
+            "use dependsOn (InOrder is being deprecated by JobSet)",
+        ),
+    }
+    for key, (value, why) in rejected.items():
+        if value:
+            errors.append(
+                InputError(
+                    f"{base}.{key}", f"is not supported: {why}", reason=Reason.UNSUPPORTED_FIELD
+                )
+            )
+    fp = js.failure_policy
+    if fp is not None and fp.rules:
+        errors.append(
+            InputError(
+                f"{base}.failurePolicy.rules",
+                "are not supported: every failure restarts the pipeline while maxRestarts lasts",
+                reason=Reason.UNSUPPORTED_FIELD,
+            )
+        )
+    if fp is not None and fp.restart_strategy == "InPlaceRestart":
+        errors.append(
+            InputError(
+                f"{base}.failurePolicy.restartStrategy",
+                "InPlaceRestart is not supported: a restart is a fresh Workflow attempt",
+                reason=Reason.UNSUPPORTED_FIELD,
+            )
+        )
+    sp = js.success_policy
+    if sp is not None and sp.operator == "Any" and len(sp.target_replicated_jobs) != 1:
+        errors.append(
+            InputError(
+                f"{base}.successPolicy.operator",
+                "Any is supported only with one target: Argo cannot end a pipeline on the first of several jobs",
+                reason=Reason.UNSUPPORTED_FIELD,
+            )
+        )
+    if spec.pod_group_policy is not None:
+        errors.append(
+            InputError(
+                "spec.podGroupPolicy",
+                "is not supported: Kueue admits each step as a gang instead",
+                reason=Reason.UNSUPPORTED_FIELD,
+            )
+        )
+    return errors
+
+
+def _policy_errors(spec: RuntimeSpec, trainjob: TrainJob) -> list[InputError]:
+    policy = spec.ml_policy
+    errors = []
+    if policy is not None:
+        for key in ("flux", "jax", "xgboost"):
+            if getattr(policy, key) is not None:
+                errors.append(
+                    InputError(
+                        f"spec.mlPolicy.{key}",
+                        "is not supported yet: torch and mpi are",
+                        reason=Reason.UNSUPPORTED_FIELD,
+                    )
+                )
+    trainer = trainjob.spec.trainer
+    if trainer is None:
+        return errors
+    if trainer.command[:2] == ["tune", "run"]:
+        errors.append(
+            InputError(
+                "spec.trainer.command",
+                "torchtune's `tune run` recipe rewriting is not supported; give the full command",
+                reason=Reason.UNSUPPORTED_FIELD,
+            )
+        )
+    reserved = (
+        mlpolicy.TORCH_RESERVED
+        if policy and policy.torch
+        else mlpolicy.MPI_RESERVED
+        if policy and policy.mpi
+        else ()
+    )
+    for i, var in enumerate(trainer.env):
+        if var.get("name") in reserved:
+            errors.append(
+                InputError(
+                    f"spec.trainer.env[{i}].name",
+                    f"{var['name']} is reserved: the runtime's mlPolicy sets it",
+                )
+            )
+    return errors
+
+
+def _initializer_errors(trainjob: TrainJob, raw_jobs: list[Json]) -> list[InputError]:
+    init = trainjob.spec.initializer
+    errors = []
+    for which, spec in (
+        ("dataset", init.dataset if init else None),
+        ("model", init.model if init else None),
+    ):
+        if spec is None:
+            continue
+        name = f"{which}-initializer"
+        job = next((j for j in raw_jobs if j["name"] == name), None)
+        pod = (((job or {}).get("template") or {}).get("spec") or {}).get("template", {}).get(
+            "spec"
+        ) or {}
+        container = _container(pod, name)
+        mounts = {m.get("name") for m in (container or {}).get("volumeMounts") or []}
+        if job is None:
+            errors.append(
+                InputError(
+                    f"spec.initializer.{which}",
+                    f"is set but the runtime has no replicatedJob {name!r}",
+                )
+            )
+        elif container is None or "initializer" not in mounts:
+            errors.append(
+                InputError(
+                    f"spec.initializer.{which}",
+                    f"is set but the runtime's {name!r} job lacks a {name!r} container with a volumeMount named 'initializer'",
+                )
+            )
+    return errors
+
+
+def _name_errors(trainjob: str, jobs: list[Job]) -> list[InputError]:
+    errors = []
+    for job in jobs:
+        longest = names.pod_hostname(trainjob, job.name, job.replicas - 1, job.pods_per_replica - 1)
+        if len(longest) > names.MAX_LABEL:
+            errors.append(
+                InputError(
+                    "metadata.name",
+                    f"{trainjob!r} gives pod hostname {longest!r} ({len(longest)} characters); a"
+                    f" hostname may have at most {names.MAX_LABEL}: shorten the TrainJob name",
+                )
+            )
+    return errors
+
+
+def _pvcs(trainjob: str, spec: RuntimeSpec) -> list[Json]:
+    out = []
+    for policy in spec.template.spec.volume_claim_policies:
+        for tpl in policy.templates:
+            pvc = copy.deepcopy(tpl)
+            meta = pvc.setdefault("metadata", {})
+            meta["name"] = names.pvc_name(trainjob, meta.get("name", ""))
+            pvc.setdefault("apiVersion", "v1")
+            pvc.setdefault("kind", "PersistentVolumeClaim")
+            out.append(pvc)
+    return out

@@ -1,0 +1,359 @@
+"""Typed inputs: TrainJob, TrainingRuntime, ClusterTrainingRuntime (Trainer v2.3.0).
+
+Our own pydantic models of ``trainer.kubeflow.org/v1alpha1`` (from
+``kubeflow/trainer@v2.3.0 pkg/apis/trainer/v1alpha1``) and the JobSet
+``v1alpha2`` spec it embeds (``sigs.k8s.io/jobset@v0.12.0``). Every model
+forbids unknown fields; embedded Kubernetes objects (pod templates, env,
+resources, PVC templates) stay wire dicts and are checked field by field by
+``k8s_schema``. Why not the ``kubeflow-trainer-api`` package: it drops unknown
+keys silently, has no enums and takes ~1 s to import (docs/inputs.md).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from trainweave import k8s_schema
+from trainweave.errors import InputError, InputErrors
+from trainweave.labels import TRAINER_GROUP, TRAINER_VERSION, Reason
+
+API_VERSION = f"{TRAINER_GROUP}/{TRAINER_VERSION}"
+_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")
+Json = dict[str, Any]
+M = TypeVar("M", bound=BaseModel)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True
+    )
+
+
+class ObjectMeta(BaseModel):
+    """The metadata subset we read; other metadata fields are accepted and kept."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+# --- TrainJob -----------------------------------------------------------------
+
+
+class RuntimeRef(_Model):
+    name: str = Field(min_length=1, max_length=253)
+    api_group: str = TRAINER_GROUP
+    kind: Literal["ClusterTrainingRuntime", "TrainingRuntime"] = "ClusterTrainingRuntime"
+
+
+class SecretRef(_Model):
+    name: str = Field(min_length=1)
+
+
+class InitializerSpec(_Model):
+    """DatasetInitializer / ModelInitializer: same fields in v2.3.0."""
+
+    storage_uri: str | None = Field(default=None, max_length=2048)
+    env: list[Json] = Field(default_factory=list, max_length=128)
+    secret_ref: SecretRef | None = None
+
+
+class Initializer(_Model):
+    dataset: InitializerSpec | None = None
+    model: InitializerSpec | None = None
+
+
+class Trainer(_Model):
+    image: str | None = Field(default=None, max_length=500)
+    command: list[str] = Field(default_factory=list, max_length=128)
+    args: list[str] = Field(default_factory=list, max_length=128)
+    env: list[Json] = Field(default_factory=list, max_length=128)
+    num_nodes: int | None = None
+    resources_per_node: Json | None = None
+    num_proc_per_node: int | None = Field(default=None, ge=1)
+
+
+class RuntimePatch(_Model):
+    manager: str = Field(min_length=1, max_length=253)
+    time: str | None = None
+    training_runtime_spec: Json | None = None
+
+
+class TrainJobSpec(_Model):
+    runtime_ref: RuntimeRef
+    initializer: Initializer | None = None
+    trainer: Trainer | None = None
+    runtime_patches: list[RuntimePatch] = Field(default_factory=list, max_length=16)
+    suspend: bool = False
+    active_deadline_seconds: int | None = Field(default=None, ge=1)
+    managed_by: str | None = None
+
+
+class TrainJob(BaseModel):
+    """A TrainJob document; ``status`` is read but never required."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    api_version: Literal["trainer.kubeflow.org/v1alpha1"] = Field(alias="apiVersion")
+    kind: Literal["TrainJob"]
+    metadata: ObjectMeta
+    spec: TrainJobSpec
+    status: Json | None = None
+
+
+# --- JobSet v1alpha2 ------------------------------------------------------------
+
+
+class DependsOn(_Model):
+    name: str
+    status: Literal["Ready", "Complete"]
+
+
+class ReplicatedJob(_Model):
+    name: str = Field(min_length=1)
+    group_name: str = "default"
+    template: Json
+    replicas: int = Field(default=1, ge=0)
+    depends_on: list[DependsOn] = Field(default_factory=list, max_length=5)
+
+
+class Network(_Model):
+    enable_dns_hostnames: bool | None = Field(default=None, alias="enableDNSHostnames")
+    subdomain: str | None = None
+    publish_not_ready_addresses: bool | None = None
+
+
+class SuccessPolicy(_Model):
+    operator: Literal["All", "Any"]
+    target_replicated_jobs: list[str] = Field(default_factory=list)
+
+
+class FailurePolicyRule(_Model):
+    name: str
+    action: Literal[
+        "FailJobSet",
+        "RestartJobSet",
+        "RestartJobSetAndIgnoreMaxRestarts",
+        "RestartJob",
+        "RestartJobAndIgnoreMaxRestarts",
+    ]
+    on_job_failure_reasons: list[str] = Field(default_factory=list)
+    on_job_failure_message_patterns: list[str] = Field(default_factory=list)
+    target_replicated_jobs: list[str] = Field(default_factory=list)
+
+
+class FailurePolicy(_Model):
+    max_restarts: int = Field(default=0, ge=0)
+    restart_strategy: Literal["Recreate", "BlockingRecreate", "InPlaceRestart"] = "Recreate"
+    rules: list[FailurePolicyRule] = Field(default_factory=list)
+
+
+class StartupPolicy(_Model):
+    startup_policy_order: Literal["AnyOrder", "InOrder"]
+
+
+class Coordinator(_Model):
+    replicated_job: str
+    job_index: int = 0
+    pod_index: int = 0
+
+
+class RetentionPolicy(_Model):
+    when_deleted: Literal["Delete", "Retain"] | None = None
+
+
+class VolumeClaimPolicy(_Model):
+    templates: list[Json] = Field(default_factory=list, max_length=50)
+    retention_policy: RetentionPolicy | None = None
+
+
+class JobSetSpec(_Model):
+    replicated_jobs: list[ReplicatedJob] = Field(default_factory=list)
+    network: Network | None = None
+    success_policy: SuccessPolicy | None = None
+    failure_policy: FailurePolicy | None = None
+    startup_policy: StartupPolicy | None = None
+    suspend: bool | None = None
+    coordinator: Coordinator | None = None
+    managed_by: str | None = None
+    ttl_seconds_after_finished: int | None = None
+    volume_claim_policies: list[VolumeClaimPolicy] = Field(default_factory=list)
+
+
+class JobSetTemplate(_Model):
+    metadata: Json | None = None
+    spec: JobSetSpec = Field(default_factory=JobSetSpec)
+
+
+# --- runtimes -------------------------------------------------------------------
+
+
+class EnvInjectionTarget(_Model):
+    job_name: str
+    container_names: list[str] = Field(min_length=1, max_length=8)
+
+
+class EnvInjection(_Model):
+    targets: list[EnvInjectionTarget] = Field(default_factory=list, max_length=16)
+
+
+class TorchPolicy(_Model):
+    env_injection: EnvInjection | None = None
+
+
+class MPIPolicy(_Model):
+    num_proc_per_node: int = Field(default=1, ge=1)
+    mpi_implementation: Literal["OpenMPI", ""] = "OpenMPI"
+    ssh_auth_mount_path: str = "/root/.ssh"
+    run_launcher_as_node: bool = False
+
+
+class FluxPolicy(_Model):
+    num_proc_per_node: int | None = Field(default=None, ge=1)
+
+
+class MLPolicy(_Model):
+    num_nodes: int = Field(default=1, ge=1)
+    torch: TorchPolicy | None = None
+    mpi: MPIPolicy | None = None
+    flux: FluxPolicy | None = None
+    jax: Json | None = None
+    xgboost: Json | None = None
+
+
+class PodGroupPolicy(_Model):
+    coscheduling: Json | None = None
+    volcano: Json | None = None
+
+
+class RuntimeSpec(_Model):
+    ml_policy: MLPolicy | None = None
+    pod_group_policy: PodGroupPolicy | None = None
+    template: JobSetTemplate = Field(default_factory=JobSetTemplate)
+
+
+class Runtime(BaseModel):
+    """A TrainingRuntime or ClusterTrainingRuntime document."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    api_version: Literal["trainer.kubeflow.org/v1alpha1"] = Field(alias="apiVersion")
+    kind: Literal["TrainingRuntime", "ClusterTrainingRuntime"]
+    metadata: ObjectMeta
+    spec: RuntimeSpec
+
+
+# --- parsing ----------------------------------------------------------------------
+
+
+def parse_trainjob(doc: Json, source: str = "") -> TrainJob:
+    """A TrainJob from a wire dict; InputErrors name every problem."""
+    if doc.get("kind") != "TrainJob" or doc.get("apiVersion") != API_VERSION:
+        raise InputErrors([_not_a(doc, "TrainJob", source, Reason.INVALID_TRAINJOB)])
+    job = _validate(TrainJob, doc, source, Reason.INVALID_TRAINJOB)
+    errors = _trainjob_checks(job)
+    if errors:
+        raise InputErrors(errors).at(source)
+    return job
+
+
+def parse_runtime(doc: Json, source: str = "") -> Runtime:
+    """A TrainingRuntime/ClusterTrainingRuntime from a wire dict."""
+    if doc.get("kind") not in ("TrainingRuntime", "ClusterTrainingRuntime") or (
+        doc.get("apiVersion") != API_VERSION
+    ):
+        raise InputErrors([_not_a(doc, "TrainingRuntime", source, Reason.INVALID_RUNTIME)])
+    runtime = _validate(Runtime, doc, source, Reason.INVALID_RUNTIME)
+    errors: list[InputError] = []
+    spec = runtime.spec.template.spec
+    for i, rjob in enumerate(spec.replicated_jobs):
+        path = f"spec.template.spec.replicatedJobs[{i}].template"
+        errors += k8s_schema.check(rjob.template, "V1JobTemplateSpec", path, Reason.INVALID_RUNTIME)
+    for i, policy in enumerate(spec.volume_claim_policies):
+        for j, pvc in enumerate(policy.templates):
+            path = f"spec.template.spec.volumeClaimPolicies[{i}].templates[{j}]"
+            errors += k8s_schema.check(pvc, "V1PersistentVolumeClaim", path, Reason.INVALID_RUNTIME)
+    if errors:
+        raise InputErrors(errors).at(source)
+    return runtime
+
+
+def _trainjob_checks(job: TrainJob) -> list[InputError]:
+    errors: list[InputError] = []
+    name = job.metadata.name
+    if not _NAME.match(name) or len(name) > 63:
+        errors.append(
+            InputError(
+                "metadata.name",
+                f"{name!r} must match ^[a-z]([-a-z0-9]*[a-z0-9])?$ and be at most 63 characters",
+            )
+        )
+    init = job.spec.initializer
+    for which, spec in (
+        ("dataset", init.dataset if init else None),
+        ("model", init.model if init else None),
+    ):
+        if spec is None:
+            continue
+        path = f"spec.initializer.{which}"
+        if spec.storage_uri and not _URI.match(spec.storage_uri):
+            errors.append(
+                InputError(
+                    f"{path}.storageUri",
+                    f"{spec.storage_uri!r} must be a URI of the form scheme://path (e.g. hf://org/name)",
+                )
+            )
+        errors += k8s_schema.check(
+            spec.env, "List[V1EnvVar]", f"{path}.env", Reason.INVALID_TRAINJOB
+        )
+    trainer = job.spec.trainer
+    if trainer is not None:
+        if trainer.num_nodes is not None and trainer.num_nodes < 1:
+            errors.append(
+                InputError("spec.trainer.numNodes", f"must be at least 1, got {trainer.num_nodes}")
+            )
+        errors += k8s_schema.check(
+            trainer.env, "List[V1EnvVar]", "spec.trainer.env", Reason.INVALID_TRAINJOB
+        )
+        errors += k8s_schema.check(
+            trainer.resources_per_node,
+            "V1ResourceRequirements",
+            "spec.trainer.resourcesPerNode",
+            Reason.INVALID_TRAINJOB,
+        )
+    return errors
+
+
+def _validate(model: type[M], doc: Json, source: str, reason: Reason) -> M:
+    try:
+        return model.model_validate(doc)
+    except ValidationError as exc:
+        raise InputErrors(
+            InputError(_loc(err["loc"]), _message(err), source, reason) for err in exc.errors()
+        ) from None
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(document)"
+
+
+def _message(err: Any) -> str:
+    if err["type"] == "extra_forbidden":
+        return "unknown field"
+    if err["type"] == "missing":
+        return "required field is missing"
+    return str(err["msg"])
+
+
+def _not_a(doc: Json, kind: str, source: str, reason: Reason) -> InputError:
+    got = f"{doc.get('apiVersion', '?')} {doc.get('kind', '?')}" if isinstance(doc, dict) else "?"
+    return InputError("kind", f"expected {API_VERSION} {kind}, got {got}", source, reason)
