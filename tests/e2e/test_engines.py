@@ -1,0 +1,462 @@
+"""What Argo Workflows and Kueue really do with "one workflow step = one Kueue pod group".
+
+Each surprising behaviour is pinned here and written down in docs/engines.md. Pods are played
+by kwok (hack/e2e/pod-stages.yaml): `trainweave.test/exit-code[.N]`, `trainweave.test/duration[.N]`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from kubernetes.client import V1Pod
+
+from .kube import (
+    ARGO,
+    KUEUE,
+    Kube,
+    condition,
+    condition_is,
+    load_manifest,
+    parse_time,
+    pod_nodes,
+    wait_until,
+)
+
+pytestmark = pytest.mark.e2e
+
+GATE = "kueue.x-k8s.io/admission"
+POOL = "trainweave.test/pool"
+FINAL = ("Succeeded", "Failed", "Error")
+
+
+# ------------------------------------------------------------------------------------------------
+# fixtures and helpers
+
+
+@pytest.fixture
+def queues(kube: Kube, namespace: str) -> Iterator[Callable[..., None]]:
+    """Make the per-test ClusterQueues (<ns>-cpu, <ns>-gpu) and LocalQueues (cpu, gpu)."""
+    made: list[str] = []
+
+    def make(gpu_quota: int = 16) -> None:
+        for obj in load_manifest("queues.yaml", NS=namespace, GPU_QUOTA=str(gpu_quota)):
+            ns = obj["metadata"].get("namespace")
+            plural = "clusterqueues" if obj["kind"] == "ClusterQueue" else "localqueues"
+            kube.create(KUEUE, plural, obj, ns)
+            if not ns:
+                made.append(obj["metadata"]["name"])
+        for lq in ("cpu", "gpu"):
+            wait_until(
+                f"LocalQueue {lq} Active",
+                lambda lq=lq: condition_is(kube.get(KUEUE, "localqueues", lq, namespace), "Active"),
+                timeout=30,
+            )
+
+    yield make
+    for name in made:
+        kube.delete(KUEUE, "clusterqueues", name)
+
+
+def submit(kube: Kube, namespace: str, manifest: str, **subst: str) -> str:
+    wf = load_manifest(manifest, **subst)
+    kube.create(ARGO, "workflows", wf, namespace)
+    return str(wf["metadata"]["name"])
+
+
+def make_pod_group(
+    kube: Kube, ns: str, group: str, count: int, queue: str = "gpu", priority: str | None = None
+) -> None:
+    for i in range(count):
+        pod = load_manifest(
+            "pod-group.yaml", NS=ns, GROUP=group, INDEX=str(i), QUEUE=queue, COUNT=str(count)
+        )
+        if priority:
+            pod["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = priority
+        kube.core.create_namespaced_pod(ns, pod)
+
+
+def reserved_at(wl: dict[str, Any]) -> datetime | None:
+    c = condition(wl, "QuotaReserved")
+    if c and c.get("status") == "True":
+        return parse_time(c["lastTransitionTime"])
+    return None
+
+
+def gated(pod: V1Pod) -> bool:
+    return any(g.name == GATE for g in pod.spec.scheduling_gates or [])
+
+
+def finished_at(node: dict[str, Any]) -> datetime:
+    return parse_time(node["finishedAt"])
+
+
+def podsets(wl: dict[str, Any]) -> list[int]:
+    return [int(ps["count"]) for ps in wl["spec"]["podSets"]]
+
+
+def now_floor() -> datetime:
+    """Now, rounded down to the second (API timestamps have second precision)."""
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+def wf_message(wf: dict[str, Any]) -> str:
+    st = wf.get("status") or {}
+    nodes = {n["displayName"]: (n["phase"], n.get("message")) for n in st.get("nodes", {}).values()}
+    return f"phase={st.get('phase')} message={st.get('message')} nodes={nodes}"
+
+
+class Watcher:
+    """Polls a workflow and its Workloads until a predicate holds, recording what it saw."""
+
+    def __init__(self, kube: Kube, ns: str, wf: str) -> None:
+        self.kube, self.ns, self.wf = kube, ns, wf
+        self.first_reserved: dict[str, datetime] = {}
+        self.uids: dict[str, set[str]] = {}
+        self.seen: list[tuple[dict[str, str], set[str]]] = []  # (node phases, workloads present)
+
+    def poll(self) -> dict[str, Any]:
+        wf = self.kube.workflow(self.ns, self.wf)
+        wls = self.kube.list(KUEUE, "workloads", self.ns)
+        for wl in wls:
+            name = wl["metadata"]["name"]
+            self.uids.setdefault(name, set()).add(wl["metadata"]["uid"])
+            t = reserved_at(wl)
+            if t and name not in self.first_reserved:
+                self.first_reserved[name] = t
+        phases = {
+            n["displayName"]: n["phase"]
+            for n in (wf.get("status") or {}).get("nodes", {}).values()
+            if n.get("type") == "Pod"
+        }
+        self.seen.append((phases, {w["metadata"]["name"] for w in wls}))
+        return wf
+
+    def until(
+        self, what: str, pred: Callable[[dict[str, Any]], bool], timeout: float = 180
+    ) -> dict[str, Any]:
+        return wait_until(what, lambda: (lambda wf: wf if pred(wf) else None)(self.poll()), timeout)
+
+    def finish(self, timeout: float = 180) -> dict[str, Any]:
+        return self.until(
+            f"workflow {self.wf} finished",
+            lambda wf: (wf.get("status") or {}).get("phase") in FINAL,
+            timeout,
+        )
+
+
+# ------------------------------------------------------------------------------------------------
+# 1. three steps, three pod groups, each admitted only when its step starts
+
+
+def test_each_step_is_one_pod_group_admitted_when_it_starts(
+    kube: Kube, namespace: str, queues: Callable[..., None]
+) -> None:
+    queues(gpu_quota=16)
+    name = submit(
+        kube, namespace, "workflow-three-steps.yaml",
+        NAME="three", CPU_DURATION="3s", GPU_DURATION="3s",
+    )  # fmt: skip
+    w = Watcher(kube, namespace, name)
+    wf = w.finish()
+    assert wf["status"]["phase"] == "Succeeded", wf_message(wf)
+
+    wls = {wl["metadata"]["name"]: wl for wl in kube.list(KUEUE, "workloads", namespace)}
+    assert set(wls) == {f"{name}-init", f"{name}-train", f"{name}-post"}
+    expected = {"init": ([1], "cpu"), "train": ([2], "gpu"), "post": ([1], "cpu")}
+    for step, (counts, queue) in expected.items():
+        wl = wls[f"{name}-{step}"]
+        assert podsets(wl) == counts, (step, wl["spec"]["podSets"])
+        assert wl["spec"]["queueName"] == queue
+        assert wl["metadata"]["annotations"]["kueue.x-k8s.io/is-group-workload"] == "true"
+        adm = wl["status"]["admission"]
+        assert adm["clusterQueue"] == f"{namespace}-{queue}"
+        assert adm["podSetAssignments"][0]["flavors"]["cpu"] == queue
+        fin = condition(wl, "Finished")
+        assert fin and fin["status"] == "True" and fin["reason"] == "Succeeded", fin
+        assert len(w.uids[f"{name}-{step}"]) == 1  # one Workload for the step's whole life
+
+    # Admitted only when its step started: no Workload exists before its step's pods do, and the
+    # quota is reserved after the previous step finished.
+    init = pod_nodes(wf, "init")[0]
+    trains = pod_nodes(wf, "train-")
+    post = pod_nodes(wf, "post")[0]
+    assert len(trains) == 2
+    assert w.first_reserved[f"{name}-train"] >= finished_at(init)
+    assert w.first_reserved[f"{name}-post"] >= max(finished_at(n) for n in trains)
+    assert w.first_reserved[f"{name}-init"] <= parse_time(init["startedAt"]) + timedelta(seconds=1)
+    for phases, present in w.seen:
+        if phases.get("init") in ("Pending", "Running"):
+            assert f"{name}-train" not in present and f"{name}-post" not in present
+    assert post["phase"] == "Succeeded"
+
+    # Kueue put the flavor's nodeLabels on the pods: GPU pods ran on the GPU pool only.
+    for pod in kube.group_pods(namespace, f"{name}-train"):
+        assert pod.spec.node_selector == {POOL: "gpu"}
+        assert pod.spec.node_name.startswith("kwok-gpu-")
+        assert pod.metadata.labels["kueue.x-k8s.io/cluster-queue-name"] == f"{namespace}-gpu"
+    for pod in kube.group_pods(namespace, f"{name}-init"):
+        assert pod.spec.node_name.startswith("kwok-cpu-")
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. GPU quota held elsewhere: step 2 queues, step 1 is not held up
+
+
+def test_gpu_step_waits_for_quota_while_cpu_step_runs(
+    kube: Kube, namespace: str, queues: Callable[..., None]
+) -> None:
+    queues(gpu_quota=16)
+    make_pod_group(kube, namespace, "blocker", 2)
+    kube.wait_workload(namespace, "blocker", lambda wl: reserved_at(wl) is not None, "admitted")
+
+    name = submit(
+        kube, namespace, "workflow-three-steps.yaml",
+        NAME="queued", CPU_DURATION="1s", GPU_DURATION="2s",
+    )  # fmt: skip
+    w = Watcher(kube, namespace, name)
+    train = f"{name}-train"
+
+    def train_pending(wf: dict[str, Any]) -> bool:
+        wl = kube.workload(namespace, train)
+        return wl is not None and condition_is(wl, "QuotaReserved", "False")
+
+    wf = w.until("train Workload pending on quota", train_pending, timeout=120)
+    init = pod_nodes(wf, "init")[0]
+    assert init["phase"] == "Succeeded"  # step 1 ran unhindered by the full GPU queue
+    wl = kube.workload(namespace, train)
+    assert wl is not None
+    qr = condition(wl, "QuotaReserved")
+    assert qr and qr["reason"] == "Pending", qr
+    pods = kube.group_pods(namespace, train)
+    assert len(pods) == 2 and all(gated(p) for p in pods)
+    assert all(p.status.phase == "Pending" and not p.spec.node_name for p in pods)
+    assert wf["status"]["phase"] == "Running"
+    # Argo shows a gated pod as a Pending node: nothing tells "queued by Kueue" from "unschedulable"
+    # except the pod's gate and the Workload's condition.
+    assert {n["phase"] for n in pod_nodes(wf, "train-")} == {"Pending"}
+
+    freed = now_floor()
+    kube.delete(KUEUE, "workloads", "blocker", namespace)
+    wf = w.finish()
+    assert wf["status"]["phase"] == "Succeeded", wf_message(wf)
+    assert w.first_reserved[train] >= freed
+    assert len(w.uids[train]) == 1
+
+
+# ------------------------------------------------------------------------------------------------
+# 3. Argo retries on a pod group
+
+
+def test_retry_on_137_joins_the_admitted_workload(
+    kube: Kube, namespace: str, queues: Callable[..., None]
+) -> None:
+    queues(gpu_quota=8)
+    name = submit(
+        kube, namespace, "workflow-retry.yaml", NAME="oom", EXIT_CODE_0="137", EXIT_CODE_1="0"
+    )
+    group = f"{name}-step"
+    w = Watcher(kube, namespace, name)
+    wf = w.finish()
+    assert wf["status"]["phase"] == "Succeeded", wf_message(wf)
+    attempts = pod_nodes(wf, "oom")
+    assert [n["phase"] for n in attempts] == ["Failed", "Succeeded"], wf_message(wf)
+    assert attempts[0]["outputs"]["exitCode"] == "137"
+
+    pods = kube.group_pods(namespace, group)
+    assert [p.status.phase for p in pods] == ["Failed", "Succeeded"]
+    assert pods[0].spec.containers[0].resources == pods[1].spec.containers[0].resources
+    role = "kueue.x-k8s.io/role-hash"
+    assert pods[0].metadata.annotations[role] == pods[1].metadata.annotations[role]
+    # Same Workload, admitted once: the retry pod was ungated into the still-admitted Workload.
+    wl = kube.workload(namespace, group)
+    assert wl is not None and len(w.uids[group]) == 1
+    assert podsets(wl) == [1]
+    assert w.first_reserved[group] <= pods[1].metadata.creation_timestamp
+    assert reserved_at(wl) == w.first_reserved[group]  # never re-admitted
+    fin = condition(wl, "Finished")
+    assert fin and fin["status"] == "True" and fin["reason"] == "Succeeded", fin
+    # The replaced (Failed) pod lost Kueue's finalizer; both are owners of the Workload.
+    assert not (pods[0].metadata.finalizers or [])
+    owners = {o["name"] for o in wl["metadata"]["ownerReferences"]}
+    assert owners == {p.metadata.name for p in pods}
+
+
+def test_exit_1_is_permanent_and_the_workload_keeps_its_quota(
+    kube: Kube, namespace: str, queues: Callable[..., None]
+) -> None:
+    queues(gpu_quota=8)
+    name = submit(
+        kube, namespace, "workflow-retry.yaml", NAME="bug", EXIT_CODE_0="1", EXIT_CODE_1="0"
+    )
+    group = f"{name}-step"
+    w = Watcher(kube, namespace, name)
+    wf = w.finish()
+    assert wf["status"]["phase"] == "Failed", wf_message(wf)
+    attempts = pod_nodes(wf, "bug")
+    assert len(attempts) == 1 and attempts[0]["phase"] == "Failed"
+    assert attempts[0]["outputs"]["exitCode"] == "1"
+    pods = kube.group_pods(namespace, group)
+    assert len(pods) == 1 and pods[0].status.phase == "Failed"
+
+    # Kueue does not know Argo gave up: the group is retriable by default, so its Workload stays
+    # admitted, holding the GPU quota and waiting for a replacement pod that never comes.
+    def stuck(wl: dict[str, Any]) -> bool:
+        return condition_is(wl, "WaitingForReplacementPods") and reserved_at(wl) is not None
+
+    wl = kube.wait_workload(namespace, group, stuck, "waiting for replacement pods", timeout=30)
+    assert condition(wl, "Finished") is None
+    assert "kueue.x-k8s.io/managed" in (pods[0].metadata.finalizers or [])
+    cq = kube.get(KUEUE, "clusterqueues", f"{namespace}-gpu")
+    assert cq is not None and cq["status"].get("admittedWorkloads") == 1
+
+    # The way out without deleting the Workload: mark a pod of the group not retriable.
+    kube.core.patch_namespaced_pod(
+        pods[0].metadata.name,
+        namespace,
+        {"metadata": {"annotations": {"kueue.x-k8s.io/retriable-in-group": "false"}}},
+    )
+    wl = kube.wait_workload(
+        namespace, group, lambda wl: condition_is(wl, "Finished"), "Finished", timeout=30
+    )
+    fin = condition(wl, "Finished")
+    assert fin is not None
+    # ... and even then the reason is Succeeded: a pod-group Workload never finishes as Failed.
+    assert fin["reason"] == "Succeeded" and fin["message"] == "Pods succeeded: 0/1.", fin
+    wait_until(
+        "GPU ClusterQueue quota released",
+        lambda: (
+            (kube.get(KUEUE, "clusterqueues", f"{namespace}-gpu") or {})
+            .get("status", {})
+            .get("admittedWorkloads")
+            == 0
+        ),
+        timeout=30,
+    )
+    wait_until(
+        "finalizer removed from the failed pod",
+        lambda: (
+            not (
+                kube.core.read_namespaced_pod(pods[0].metadata.name, namespace).metadata.finalizers
+            )
+        ),
+        timeout=30,
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# 4. preemption of a running GPU step
+
+
+def test_preemption_of_a_running_gpu_step(
+    kube: Kube, namespace: str, queues: Callable[..., None]
+) -> None:
+    queues(gpu_quota=16)
+    high = f"{namespace}-high"
+    kube.create(
+        KUEUE,
+        "workloadpriorityclasses",
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": high},
+            "value": 1000,
+        },
+    )
+    try:
+        _preemption(kube, namespace, high)
+    finally:
+        kube.delete(KUEUE, "workloadpriorityclasses", high)
+
+
+def _preemption(kube: Kube, namespace: str, high: str) -> None:
+    name = submit(kube, namespace, "workflow-preempt.yaml", NAME="victim")
+    group = f"{name}-train"
+    w = Watcher(kube, namespace, name)
+    w.until(
+        "both train pods running",
+        lambda wf: [n["phase"] for n in pod_nodes(wf, "train-")] == ["Running", "Running"],
+        timeout=120,
+    )
+    first = kube.group_pods(namespace, group)
+    uid = kube.workload(namespace, group)["metadata"]["uid"]  # type: ignore[index]
+
+    make_pod_group(kube, namespace, "urgent", 2, priority=high)
+
+    # Kueue evicts the victim Workload (same object, quota released) ...
+    wl = kube.wait_workload(
+        namespace,
+        group,
+        lambda wl: condition_is(wl, "Evicted") and condition_is(wl, "QuotaReserved", "False"),
+        "evicted",
+        timeout=60,
+    )
+    ev = condition(wl, "Evicted")
+    assert ev and ev["reason"] == "Preempted", ev
+    assert wl["metadata"]["uid"] == uid
+    pre = condition(wl, "Preempted")
+    assert pre and pre["status"] == "True" and pre["reason"] == "InClusterQueue", pre
+    kube.wait_workload(namespace, "urgent", lambda wl: reserved_at(wl) is not None, "admitted")
+
+    # ... marks each running pod with the TerminationTarget condition and deletes it; the
+    # deleted pods stay (Kueue's finalizer) in phase Failed, exit code 143 from the kubelet (kwok).
+    def evicted_pods() -> list[V1Pod] | None:
+        pods = [kube.core.read_namespaced_pod(p.metadata.name, namespace) for p in first]
+        ok = all(p.metadata.deletion_timestamp and p.status.phase == "Failed" for p in pods)
+        return pods if ok else None
+
+    old = wait_until("preempted pods terminated", evicted_pods, timeout=60)
+    for p in old:
+        conds = {c.type: c for c in p.status.conditions or []}
+        assert "TerminationTarget" in conds, conds
+        assert conds["TerminationTarget"].reason == "WorkloadEvictedDueToPreempted"
+        assert "DisruptionTarget" not in conds
+
+    # Argo sees the pods fail (exit 143) and its retryStrategy creates replacement pods: same group,
+    # same role hash, gated until Kueue re-admits the same Workload.
+    wf = w.until(
+        "Argo retried both train tasks",
+        lambda wf: len(pod_nodes(wf, "train-")) == 4,
+        timeout=60,
+    )
+    failed = [n for n in pod_nodes(wf, "train-") if n["phase"] in ("Failed", "Error")]
+    assert len(failed) == 2, wf_message(wf)
+    replacements = wait_until(
+        "two gated replacement pods",
+        lambda: (
+            [
+                p
+                for p in kube.group_pods(namespace, group)
+                if p.metadata.deletion_timestamp is None and gated(p)
+            ]
+            if len(kube.group_pods(namespace, group)) >= 2
+            else None
+        ),
+        timeout=60,
+    )
+    assert len(replacements) == 2
+    wl = kube.wait_workload(
+        namespace,
+        group,
+        lambda wl: (
+            condition_is(wl, "QuotaReserved", "False")
+            and condition_is(wl, "WaitingForReplacementPods", "False")
+        ),
+        "requeued, pending on quota",
+        timeout=60,
+    )
+    assert wl["metadata"]["uid"] == uid
+
+    # Free the quota: the same Workload is re-admitted, the replacements run, the workflow succeeds.
+    freed = now_floor()
+    kube.delete(KUEUE, "workloads", "urgent", namespace)
+    wf = w.finish(timeout=180)
+    assert wf["status"]["phase"] == "Succeeded", wf_message(wf)
+    wl = kube.workload(namespace, group)
+    assert wl is not None and wl["metadata"]["uid"] == uid and len(w.uids[group]) == 1
+    t = reserved_at(wl)
+    assert t is not None and t >= freed
+    fin = condition(wl, "Finished")
+    assert fin and fin["reason"] == "Succeeded" and fin["message"] == "Pods succeeded: 2/2.", fin
