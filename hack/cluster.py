@@ -583,16 +583,7 @@ def cmd_up(args: argparse.Namespace) -> None:
     )
 
     # 6. cluster-wide Kueue objects shared by the tests: flavors per node pool
-    flavors = [
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ResourceFlavor",
-            "metadata": {"name": pool},
-            "spec": {"nodeLabels": {POOL_LABEL: pool}},
-        }
-        for pool in POOLS
-    ]
-    (kdir / "flavors.yaml").write_text(yaml.safe_dump_all(flavors))
+    (kdir / "flavors.yaml").write_text(yaml.safe_dump_all(flavor_manifests()))
     wait_for(
         "ResourceFlavors accepted (Kueue webhooks serving)",
         lambda: (
@@ -735,6 +726,41 @@ def cmd_status(args: argparse.Namespace) -> None:
         sys.exit(1)
 
 
+def cmd_render(args: argparse.Namespace) -> None:
+    """Write the shared pieces for another cluster (hack/kind-up.sh): nodes, kwok Stages,
+    ResourceFlavors and an in-cluster Kueue configuration, the same ones `up` uses here."""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    sources = read_env(engines_dir() / "sources.env")
+    (out / "nodes.yaml").write_text(yaml.safe_dump_all(node_manifests()))
+    stages = kwokctl_config(
+        Path("/unused"), read_env(HACK / "versions.env"), Path(sources["KWOK_DIR"])
+    )
+    (out / "stages.yaml").write_text("---\n".join(stages.split("---\n")[1:]))
+    (out / "flavors.yaml").write_text(yaml.safe_dump_all(flavor_manifests()))
+    cfg = kueue_config(9443, 8081, Path("/tmp/k8s-webhook-server/serving-certs"))
+    cfg["health"] = {"healthProbeBindAddress": ":8081"}
+    cfg["metrics"] = {"bindAddress": ":8443"}
+    cfg["webhook"] = {"port": 9443}
+    cfg["leaderElection"] = {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"}
+    cfg["internalCertManagement"] = {"enable": True}
+    del cfg["featureGates"]
+    (out / "kueue-config.yaml").write_text(yaml.safe_dump(cfg))
+    log(f"wrote nodes.yaml stages.yaml flavors.yaml kueue-config.yaml to {out}")
+
+
+def flavor_manifests() -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": pool},
+            "spec": {"nodeLabels": {POOL_LABEL: pool}},
+        }
+        for pool in POOLS
+    ]
+
+
 def cmd_env(args: argparse.Namespace) -> None:
     print(f"export TRAINWEAVE_KUBECONFIG={KUBECONFIG}")
     print(f"export KUBECONFIG={KUBECONFIG}")
@@ -750,8 +776,12 @@ def main() -> None:
     st = sub.add_parser("status", help="what runs: pids, ports, kubeconfig")
     st.add_argument("--strict", action="store_true", help="exit 1 unless everything runs")
     sub.add_parser("env", help="print shell exports for the kubeconfig and binaries")
+    rd = sub.add_parser("render", help="write nodes/Stages/flavors/Kueue config for kind-up")
+    rd.add_argument("--out", required=True)
     args = ap.parse_args()
-    {"up": cmd_up, "down": cmd_down, "status": cmd_status, "env": cmd_env}[args.cmd](args)
+    commands = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "env": cmd_env}
+    commands["render"] = cmd_render
+    commands[args.cmd](args)
 
 
 if __name__ == "__main__":
