@@ -29,7 +29,12 @@ lint: venv
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 
+# mypy cannot follow setuptools' package-dir mapping, so give it a tree of links
+# in which adapters/, integrations/ and workflows/ sit inside trainweave/.
 typecheck: venv
-	$(VENV)/bin/mypy
+	rm -rf .cache/typecheck && mkdir -p .cache/typecheck/trainweave
+	for f in trainweave/*; do ln -s "$$PWD/$$f" .cache/typecheck/trainweave/; done
+	for d in adapters integrations workflows; do ln -s "$$PWD/$$d" .cache/typecheck/trainweave/$$d; done
+	cd .cache/typecheck && ../../$(VENV)/bin/mypy --config-file ../../pyproject.toml -p trainweave
 
 include hack/cluster.mk

@@ -136,9 +136,10 @@ def _after_trainer(
     for i, job in enumerate(jobs):  # runtime order is topological (deps listed first)
         for dep in job.depends_on:
             k = index[dep.name]
-            if ancestors[k] is Ancestor.TRAINER or k in after:
-                if ancestors[i] is not Ancestor.TRAINER:
-                    after.add(i)
+            if (ancestors[k] is Ancestor.TRAINER or k in after) and ancestors[
+                i
+            ] is not Ancestor.TRAINER:
+                after.add(i)
     return after
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from trainweave.adapters import names
+
 from trainweave.quantity import parse
 
 Json = dict[str, Any]
@@ -85,7 +86,7 @@ def torch_env(
         procs = str(max(1, cpus_per_node(resources)))
     else:
         procs = "auto"
-    pet = [
+    pet: list[Json] = [
         {"name": "PET_NNODES", "value": str(num_nodes)},
         {"name": "PET_NPROC_PER_NODE", "value": procs},
         {"name": "PET_NODE_RANK", "valueFrom": {"fieldRef": {"fieldPath": COMPLETION_INDEX_FIELD}}},

@@ -31,7 +31,7 @@ def group_name(trainjob: str, step: str, attempt: int) -> str:
     return dns_label(trainjob, step, f"a{attempt}")
 
 
-def pod_hostname(trainjob: str, job: str, replica: int, index: int) -> str:
+def pod_hostname(trainjob: str, job: str, replica: int | str, index: int | str) -> str:
     """JobSet's pod hostname ``<jobset>-<replicatedJob>-<jobIndex>-<podIndex>``."""
     return f"{trainjob}-{job}-{replica}-{index}"
 

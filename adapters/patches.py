@@ -14,8 +14,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from trainweave import k8s_schema
 from trainweave.adapters.mlpolicy import upsert_by_name, upsert_env
+
+from trainweave import k8s_schema
 from trainweave.errors import InputError
 from trainweave.labels import Reason
 

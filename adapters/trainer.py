@@ -20,7 +20,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from trainweave.adapters import graph, jobspec, mlpolicy, names, patches
+from trainweave.adapters import graph, jobspec, mlpolicy, names, patches, validate
+
 from trainweave.errors import InputError, InputErrors
 from trainweave.inputs import ReplicatedJob, Runtime, RuntimeSpec, TrainJob
 from trainweave.labels import (
@@ -55,7 +56,7 @@ def to_pipeline(
     if ref.api_group != "trainer.kubeflow.org":
         raise InputErrors([InputError("spec.runtimeRef.apiGroup", "must be trainer.kubeflow.org")])
     spec = runtime.spec
-    errors = _jobset_errors(spec) + _policy_errors(spec, trainjob)
+    errors = validate.jobset_errors(spec) + validate.policy_errors(spec, trainjob)
     raw_jobs = [
         rj.model_dump(by_alias=True, exclude_none=True) for rj in spec.template.spec.replicated_jobs
     ]
@@ -63,7 +64,7 @@ def to_pipeline(
         raw_jobs,
         [p.model_dump(by_alias=True, exclude_none=True) for p in trainjob.spec.runtime_patches],
     )
-    errors += patch_errors + _initializer_errors(trainjob, raw_jobs)
+    errors += patch_errors + validate.initializer_errors(trainjob, raw_jobs)
     if errors:
         raise InputErrors(errors)
     rjobs = spec.template.spec.replicated_jobs
@@ -77,7 +78,7 @@ def to_pipeline(
         job, job_errors = _job(ctx, i, raw, rjobs[i], ancestors[i])
         jobs.append(job)
         errors += job_errors
-    errors += _name_errors(trainjob.metadata.name, jobs)
+    errors += validate.name_errors(trainjob.metadata.name, jobs)
     steps = []
     for shape in shapes:
         step_jobs = tuple(jobs[i] for i in shape.jobs)
@@ -180,6 +181,7 @@ def _job(
     if mpi_pods is not None:
         pods = mpi_pods
     _add_claim_volumes(ctx, pod_spec)
+    _quantities_as_strings(pod_spec)
     retry, retry_errors = jobspec.retry_policy(
         job_spec, pods * replicas, main.get("name", ""), path
     )
@@ -194,6 +196,16 @@ def _job(
     pod_spec.pop("restartPolicy", None)  # Argo pods run with Never; failures retry as new pods
     job = Job(rjob.name, ancestor, replicas, pods, pod_template, retry)
     return job, errors + count_errors + retry_errors
+
+
+def _quantities_as_strings(pod_spec: Json) -> None:
+    """YAML lets ``nvidia.com/gpu: 2`` be a number; the wire form is a string."""
+    for key in ("containers", "initContainers"):
+        for container in pod_spec.get(key) or []:
+            for section in ("limits", "requests"):
+                values = (container.get("resources") or {}).get(section)
+                if values:
+                    container["resources"][section] = {k: str(v) for k, v in values.items()}
 
 
 def _add_claim_volumes(ctx: _Context, pod_spec: Json) -> None:
@@ -390,152 +402,6 @@ def _daemon(job: Job) -> Job:
         job.retry,
         daemon=True,
     )
-
-
-def _jobset_errors(spec: RuntimeSpec) -> list[InputError]:
-    js = spec.template.spec
-    base = "spec.template.spec"
-    errors = []
-    rejected = {
-        "suspend": (js.suspend, "suspend the TrainJob instead"),
-        "managedBy": (js.managed_by, "the pipeline is managed by trainweave"),
-        "startupPolicy": (
-            js.startup_policy and js.startup_policy.startup_policy_order == "InOrder",
-            "use dependsOn (InOrder is being deprecated by JobSet)",
-        ),
-    }
-    for key, (value, why) in rejected.items():
-        if value:
-            errors.append(
-                InputError(
-                    f"{base}.{key}", f"is not supported: {why}", reason=Reason.UNSUPPORTED_FIELD
-                )
-            )
-    fp = js.failure_policy
-    if fp is not None and fp.rules:
-        errors.append(
-            InputError(
-                f"{base}.failurePolicy.rules",
-                "are not supported: every failure restarts the pipeline while maxRestarts lasts",
-                reason=Reason.UNSUPPORTED_FIELD,
-            )
-        )
-    if fp is not None and fp.restart_strategy == "InPlaceRestart":
-        errors.append(
-            InputError(
-                f"{base}.failurePolicy.restartStrategy",
-                "InPlaceRestart is not supported: a restart is a fresh Workflow attempt",
-                reason=Reason.UNSUPPORTED_FIELD,
-            )
-        )
-    sp = js.success_policy
-    if sp is not None and sp.operator == "Any" and len(sp.target_replicated_jobs) != 1:
-        errors.append(
-            InputError(
-                f"{base}.successPolicy.operator",
-                "Any is supported only with one target: Argo cannot end a pipeline on the first of several jobs",
-                reason=Reason.UNSUPPORTED_FIELD,
-            )
-        )
-    if spec.pod_group_policy is not None:
-        errors.append(
-            InputError(
-                "spec.podGroupPolicy",
-                "is not supported: Kueue admits each step as a gang instead",
-                reason=Reason.UNSUPPORTED_FIELD,
-            )
-        )
-    return errors
-
-
-def _policy_errors(spec: RuntimeSpec, trainjob: TrainJob) -> list[InputError]:
-    policy = spec.ml_policy
-    errors = []
-    if policy is not None:
-        for key in ("flux", "jax", "xgboost"):
-            if getattr(policy, key) is not None:
-                errors.append(
-                    InputError(
-                        f"spec.mlPolicy.{key}",
-                        "is not supported yet: torch and mpi are",
-                        reason=Reason.UNSUPPORTED_FIELD,
-                    )
-                )
-    trainer = trainjob.spec.trainer
-    if trainer is None:
-        return errors
-    if trainer.command[:2] == ["tune", "run"]:
-        errors.append(
-            InputError(
-                "spec.trainer.command",
-                "torchtune's `tune run` recipe rewriting is not supported; give the full command",
-                reason=Reason.UNSUPPORTED_FIELD,
-            )
-        )
-    reserved = (
-        mlpolicy.TORCH_RESERVED
-        if policy and policy.torch
-        else mlpolicy.MPI_RESERVED
-        if policy and policy.mpi
-        else ()
-    )
-    for i, var in enumerate(trainer.env):
-        if var.get("name") in reserved:
-            errors.append(
-                InputError(
-                    f"spec.trainer.env[{i}].name",
-                    f"{var['name']} is reserved: the runtime's mlPolicy sets it",
-                )
-            )
-    return errors
-
-
-def _initializer_errors(trainjob: TrainJob, raw_jobs: list[Json]) -> list[InputError]:
-    init = trainjob.spec.initializer
-    errors = []
-    for which, spec in (
-        ("dataset", init.dataset if init else None),
-        ("model", init.model if init else None),
-    ):
-        if spec is None:
-            continue
-        name = f"{which}-initializer"
-        job = next((j for j in raw_jobs if j["name"] == name), None)
-        pod = (((job or {}).get("template") or {}).get("spec") or {}).get("template", {}).get(
-            "spec"
-        ) or {}
-        container = _container(pod, name)
-        mounts = {m.get("name") for m in (container or {}).get("volumeMounts") or []}
-        if job is None:
-            errors.append(
-                InputError(
-                    f"spec.initializer.{which}",
-                    f"is set but the runtime has no replicatedJob {name!r}",
-                )
-            )
-        elif container is None or "initializer" not in mounts:
-            errors.append(
-                InputError(
-                    f"spec.initializer.{which}",
-                    f"is set but the runtime's {name!r} job lacks a {name!r} container with a volumeMount named 'initializer'",
-                )
-            )
-    return errors
-
-
-def _name_errors(trainjob: str, jobs: list[Job]) -> list[InputError]:
-    errors = []
-    for job in jobs:
-        longest = names.pod_hostname(trainjob, job.name, job.replicas - 1, job.pods_per_replica - 1)
-        if len(longest) > names.MAX_LABEL:
-            errors.append(
-                InputError(
-                    "metadata.name",
-                    f"{trainjob!r} gives pod hostname {longest!r} ({len(longest)} characters); a"
-                    f" hostname may have at most {names.MAX_LABEL}: shorten the TrainJob name",
-                )
-            )
-    return errors
 
 
 def _pvcs(trainjob: str, spec: RuntimeSpec) -> list[Json]:

@@ -1,0 +1,66 @@
+"""RetryPolicy (batch Job semantics) -> Argo ``retryStrategy``.
+
+Pure. Argo (v4.0.7 ``workflow/controller/operator.go`` processNodeRetries)
+retries a node while ``len(children) <= limit`` and, if an ``expression`` is
+set, only while it is true; the expression sees strings ``retries`` (index of
+the last attempt), ``lastRetry.exitCode``, ``lastRetry.status``.
+
+- podFailurePolicy rules become a ternary chain in rule order (first match
+  wins): ``FailJob`` -> false, ``Ignore`` -> true, ``Count`` -> budget check;
+- no rule matched -> ``Count``: ``asInt(retries) < budget``;
+- a node in ``Error`` (its pod was deleted, e.g. by Kueue preemption, or the
+  executor failed) is a disruption: retried without counting unless a
+  ``DisruptionTarget`` rule says otherwise, so a preempted step comes back;
+- ``limit`` = budget + REQUEUE_ALLOWANCE, the most disruption retries a pod gets;
+- backoff is the Job controller's: 10s doubling, capped at 6m; the Job's
+  ``activeDeadlineSeconds`` becomes ``maxDuration`` (it spans all attempts).
+"""
+
+from __future__ import annotations
+
+from hera.workflows import models as m
+
+from trainweave.model import ExitCodeRule, RetryPolicy
+
+REQUEUE_ALLOWANCE = 10
+_CODE = "asInt(lastRetry.exitCode)"
+_DISRUPTED = "lastRetry.status == 'Error'"
+
+
+def retry_strategy(policy: RetryPolicy) -> m.RetryStrategy:
+    """The Argo retryStrategy of one pod task."""
+    backoff = m.Backoff(
+        duration="10s",
+        factor=m.IntOrString(2),
+        cap="6m",
+        max_duration=f"{policy.deadline_seconds}s" if policy.deadline_seconds else None,
+    )
+    return m.RetryStrategy(
+        limit=m.IntOrString(policy.budget + REQUEUE_ALLOWANCE),
+        retry_policy="Always",
+        expression=retry_expression(policy),
+        backoff=backoff,
+    )
+
+
+def retry_expression(policy: RetryPolicy) -> str:
+    """The expr-lang condition under which a failed pod is tried again."""
+    count = f"asInt(retries) < {policy.budget}"
+    expr = count
+    for rule in reversed(policy.rules):
+        expr = f"({_condition(rule)}) ? {_outcome(rule.action, count)} : ({expr})"
+    if not any(rule.disruption for rule in policy.rules):
+        expr = f"({_DISRUPTED}) || ({expr})"
+    return expr
+
+
+def _condition(rule: ExitCodeRule) -> str:
+    if rule.disruption:
+        return _DISRUPTED
+    values = ", ".join(str(v) for v in rule.values)
+    test = f"{_CODE} in [{values}]"
+    return test if rule.operator == "In" else f"not ({test})"
+
+
+def _outcome(action: str, count: str) -> str:
+    return {"FailJob": "false", "Ignore": "true"}.get(action, count)

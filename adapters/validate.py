@@ -1,0 +1,172 @@
+"""TrainJob + runtime checks that need no translation: rejected fields, names, initializers.
+
+Pure. Each function returns the InputErrors it finds; ``adapters.trainer`` runs them
+before building the Pipeline.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainweave.adapters import mlpolicy, names
+
+from trainweave.errors import InputError
+from trainweave.inputs import RuntimeSpec, TrainJob
+from trainweave.labels import Reason
+from trainweave.model import Job
+
+Json = dict[str, Any]
+
+
+def jobset_errors(spec: RuntimeSpec) -> list[InputError]:
+    js = spec.template.spec
+    base = "spec.template.spec"
+    errors = []
+    rejected = {
+        "suspend": (js.suspend, "suspend the TrainJob instead"),
+        "managedBy": (js.managed_by, "the pipeline is managed by trainweave"),
+        "startupPolicy": (
+            js.startup_policy and js.startup_policy.startup_policy_order == "InOrder",
+            "use dependsOn (InOrder is being deprecated by JobSet)",
+        ),
+    }
+    for key, (value, why) in rejected.items():
+        if value:
+            errors.append(
+                InputError(
+                    f"{base}.{key}", f"is not supported: {why}", reason=Reason.UNSUPPORTED_FIELD
+                )
+            )
+    fp = js.failure_policy
+    if fp is not None and fp.rules:
+        errors.append(
+            InputError(
+                f"{base}.failurePolicy.rules",
+                "are not supported: every failure restarts the pipeline while maxRestarts lasts",
+                reason=Reason.UNSUPPORTED_FIELD,
+            )
+        )
+    if fp is not None and fp.restart_strategy == "InPlaceRestart":
+        errors.append(
+            InputError(
+                f"{base}.failurePolicy.restartStrategy",
+                "InPlaceRestart is not supported: a restart is a fresh Workflow attempt",
+                reason=Reason.UNSUPPORTED_FIELD,
+            )
+        )
+    sp = js.success_policy
+    if sp is not None and sp.operator == "Any" and len(sp.target_replicated_jobs) != 1:
+        errors.append(
+            InputError(
+                f"{base}.successPolicy.operator",
+                "Any is supported only with one target: Argo cannot end a pipeline on the first of several jobs",
+                reason=Reason.UNSUPPORTED_FIELD,
+            )
+        )
+    if spec.pod_group_policy is not None:
+        errors.append(
+            InputError(
+                "spec.podGroupPolicy",
+                "is not supported: Kueue admits each step as a gang instead",
+                reason=Reason.UNSUPPORTED_FIELD,
+            )
+        )
+    return errors
+
+
+def policy_errors(spec: RuntimeSpec, trainjob: TrainJob) -> list[InputError]:
+    policy = spec.ml_policy
+    errors = []
+    if policy is not None:
+        for key in ("flux", "jax", "xgboost"):
+            if getattr(policy, key) is not None:
+                errors.append(
+                    InputError(
+                        f"spec.mlPolicy.{key}",
+                        "is not supported yet: torch and mpi are",
+                        reason=Reason.UNSUPPORTED_FIELD,
+                    )
+                )
+    trainer = trainjob.spec.trainer
+    if trainer is None:
+        return errors
+    if trainer.command[:2] == ["tune", "run"]:
+        errors.append(
+            InputError(
+                "spec.trainer.command",
+                "torchtune's `tune run` recipe rewriting is not supported; give the full command",
+                reason=Reason.UNSUPPORTED_FIELD,
+            )
+        )
+    reserved = (
+        mlpolicy.TORCH_RESERVED
+        if policy and policy.torch
+        else mlpolicy.MPI_RESERVED
+        if policy and policy.mpi
+        else ()
+    )
+    for i, var in enumerate(trainer.env):
+        if var.get("name") in reserved:
+            errors.append(
+                InputError(
+                    f"spec.trainer.env[{i}].name",
+                    f"{var['name']} is reserved: the runtime's mlPolicy sets it",
+                )
+            )
+    return errors
+
+
+def initializer_errors(trainjob: TrainJob, raw_jobs: list[Json]) -> list[InputError]:
+    init = trainjob.spec.initializer
+    errors = []
+    for which, spec in (
+        ("dataset", init.dataset if init else None),
+        ("model", init.model if init else None),
+    ):
+        if spec is None:
+            continue
+        name = f"{which}-initializer"
+        job = next((j for j in raw_jobs if j["name"] == name), None)
+        pod = (((job or {}).get("template") or {}).get("spec") or {}).get("template", {}).get(
+            "spec"
+        ) or {}
+        found = container(pod, name)
+        mounts = {m.get("name") for m in (found or {}).get("volumeMounts") or []}
+        if job is None:
+            errors.append(
+                InputError(
+                    f"spec.initializer.{which}",
+                    f"is set but the runtime has no replicatedJob {name!r}",
+                )
+            )
+        elif found is None or "initializer" not in mounts:
+            errors.append(
+                InputError(
+                    f"spec.initializer.{which}",
+                    f"is set but the runtime's {name!r} job lacks a {name!r} container with a volumeMount named 'initializer'",
+                )
+            )
+    return errors
+
+
+def name_errors(trainjob: str, jobs: list[Job]) -> list[InputError]:
+    errors = []
+    for job in jobs:
+        longest = names.pod_hostname(trainjob, job.name, job.replicas - 1, job.pods_per_replica - 1)
+        if len(longest) > names.MAX_LABEL:
+            errors.append(
+                InputError(
+                    "metadata.name",
+                    f"{trainjob!r} gives pod hostname {longest!r} ({len(longest)} characters); a"
+                    f" hostname may have at most {names.MAX_LABEL}: shorten the TrainJob name",
+                )
+            )
+    return errors
+
+
+def container(pod_spec: Json, name: str) -> Json | None:
+    """The container called ``name`` in a pod spec."""
+    for c in pod_spec.get("containers") or []:
+        if c.get("name") == name:
+            return c  # type: ignore[no-any-return]
+    return None
