@@ -1,0 +1,192 @@
+"""Kubernetes API requests as values (lightkube's ``prepare_request`` half). Pure.
+
+Every call the controller makes is built here as a ``Request`` and sent by one
+``Send`` function (``kube.KubeClient.send`` on a cluster, a recording fake in
+tests), so requests can be counted, logged and asserted on in one place.
+Paths follow the Kubernetes REST layout (``/api/v1``, ``/apis/<group>/<version>``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+Json = dict[str, Any]
+MERGE_PATCH = "application/merge-patch+json"
+JSON = "application/json"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One API resource: group, version, plural, scope."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        """``group/version`` (``v1`` for the core group)."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str = "", name: str = "", sub: str = "") -> str:
+        """The REST path of the collection, an object or a subresource."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{quote(namespace)}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{quote(name)}"
+        if sub:
+            base += f"/{sub}"
+        return base
+
+
+TRAINJOB = Kind("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob")
+TRAINING_RUNTIME = Kind("trainer.kubeflow.org", "v1alpha1", "trainingruntimes", "TrainingRuntime")
+CLUSTER_TRAINING_RUNTIME = Kind(
+    "trainer.kubeflow.org",
+    "v1alpha1",
+    "clustertrainingruntimes",
+    "ClusterTrainingRuntime",
+    namespaced=False,
+)
+WORKFLOW = Kind("argoproj.io", "v1alpha1", "workflows", "Workflow")
+WORKLOAD = Kind("kueue.x-k8s.io", "v1beta2", "workloads", "Workload")
+POD = Kind("", "v1", "pods", "Pod")
+SERVICE = Kind("", "v1", "services", "Service")
+CONFIGMAP = Kind("", "v1", "configmaps", "ConfigMap")
+PVC = Kind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
+EVENT = Kind("", "v1", "events", "Event")
+LEASE = Kind("coordination.k8s.io", "v1", "leases", "Lease")
+BY_KIND = {
+    k.kind: k
+    for k in (
+        TRAINJOB,
+        TRAINING_RUNTIME,
+        CLUSTER_TRAINING_RUNTIME,
+        WORKFLOW,
+        WORKLOAD,
+        POD,
+        SERVICE,
+        CONFIGMAP,
+        PVC,
+        EVENT,
+        LEASE,
+    )
+}
+
+
+@dataclass(frozen=True)
+class Request:
+    """One HTTP request to the API server."""
+
+    method: str
+    path: str
+    query: tuple[tuple[str, str], ...] = ()
+    body: Json | None = None
+    content_type: str = JSON
+
+    @property
+    def is_write(self) -> bool:
+        """Anything but GET (watches are GETs)."""
+        return self.method != "GET"
+
+    @property
+    def url_path(self) -> str:
+        """Path plus query string."""
+        return self.path + ("?" + urlencode(self.query) if self.query else "")
+
+
+class ApiError(Exception):
+    """A non-2xx answer (or a transport failure: status 0)."""
+
+    def __init__(self, status: int, reason: str, body: Json | None = None) -> None:
+        self.status = status
+        self.reason = reason
+        self.body = body or {}
+        message = self.body.get("message") or reason
+        super().__init__(f"{status} {reason}: {message}")
+
+    @property
+    def not_found(self) -> bool:
+        """404."""
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        """409: AlreadyExists or a resourceVersion conflict."""
+        return self.status == 409
+
+    @property
+    def gone(self) -> bool:
+        """410: the watch's resourceVersion is too old."""
+        return self.status == 410
+
+
+Send = Callable[[Request], Json]
+
+
+def get(kind: Kind, namespace: str, name: str) -> Request:
+    """GET one object."""
+    return Request("GET", kind.path(namespace, name))
+
+
+def list_(kind: Kind, namespace: str = "", selector: str = "", **params: str) -> Request:
+    """LIST a collection (all namespaces when ``namespace`` is empty)."""
+    query = [("labelSelector", selector)] if selector else []
+    query += sorted(params.items())
+    return Request("GET", kind.path(namespace), tuple(query))
+
+
+def watch(kind: Kind, namespace: str, selector: str, resource_version: str) -> Request:
+    """WATCH from ``resource_version`` with bookmarks; the server closes it in ~5 min."""
+    query = [
+        ("watch", "true"),
+        ("allowWatchBookmarks", "true"),
+        ("resourceVersion", resource_version),
+        ("timeoutSeconds", "300"),
+    ]
+    if selector:
+        query.insert(0, ("labelSelector", selector))
+    return Request("GET", kind.path(namespace), tuple(query))
+
+
+def create(kind: Kind, namespace: str, body: Json) -> Request:
+    """POST a new object."""
+    return Request("POST", kind.path(namespace), body=body)
+
+
+def update(kind: Kind, namespace: str, name: str, body: Json) -> Request:
+    """PUT (optimistic concurrency through ``metadata.resourceVersion``)."""
+    return Request("PUT", kind.path(namespace, name), body=body)
+
+
+def merge_patch(kind: Kind, namespace: str, name: str, patch: Json, sub: str = "") -> Request:
+    """A JSON merge patch (RFC 7386) of an object or its ``status``."""
+    return Request("PATCH", kind.path(namespace, name, sub), body=patch, content_type=MERGE_PATCH)
+
+
+def delete(kind: Kind, namespace: str, name: str, uid: str = "") -> Request:
+    """DELETE, in the background; with ``uid`` only that incarnation."""
+    body: Json = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+    if uid:
+        body["preconditions"] = {"uid": uid}
+    return Request("DELETE", kind.path(namespace, name), body=body)
+
+
+def owner_reference(obj: Json, controller: bool = True) -> Json:
+    """An ownerReference to ``obj`` (controller, blocking owner deletion)."""
+    meta = obj["metadata"]
+    return {
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": controller,
+        "blockOwnerDeletion": True,
+    }

@@ -1,0 +1,234 @@
+"""Read an Argo Workflow (v4 wire dict) as trainweave steps. Pure.
+
+Maps ``status.nodes`` (argo ``pkg/apis/workflow/v1alpha1/workflow_types.go``
+``NodeStatus``) to one ``StepView`` per entrypoint-DAG task: the rendered
+Workflow names each step's task after the step, so the step's node is
+``<wf>.<step>`` and its pods are ``<wf>.<step>.<pod-task>`` (a ``Retry`` node
+when the template retries) with attempts ``...(0)``, ``...(1)``. Exit codes are
+read from the last attempt's Pod node ``outputs.exitCode`` (a string; argo
+``operator.go getExitCode`` copies it from the ``main`` container), never from
+the Retry parent. ``status.compressedNodes`` is base64(gzip(JSON)) (argo
+``util/file/fileutil.go``); offloaded nodes (``offloadNodeStatusVersion``) are
+reported as unknown.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainweave import labels
+
+Json = dict[str, Any]
+
+TERMINAL = frozenset({"Succeeded", "Failed", "Error"})
+FAILED = frozenset({"Failed", "Error"})
+
+
+_ATTEMPT_SUFFIX = re.compile(r"\((\d+)\)$")
+
+
+@dataclass(frozen=True)
+class PodResult:
+    """The last attempt of one pod slot of a step."""
+
+    slot: str  # pod task name inside the step DAG
+    phase: str
+    exit_code: int | None
+    message: str
+    attempts: int
+
+
+@dataclass(frozen=True)
+class StepView:
+    """One step's node in one Workflow."""
+
+    name: str
+    phase: str  # "" when Argo has not reached the step yet
+    message: str = ""
+    pods: tuple[PodResult, ...] = ()
+
+    @property
+    def failed_pod(self) -> PodResult | None:
+        """The first pod slot whose last attempt failed (exit code first)."""
+        failed = [p for p in self.pods if p.phase in FAILED]
+        failed.sort(key=lambda p: (p.exit_code is None, p.slot))
+        return failed[0] if failed else None
+
+
+@dataclass(frozen=True)
+class WorkflowView:
+    """What the controller needs to know about one Workflow."""
+
+    name: str
+    uid: str
+    attempt: int
+    segment: int
+    phase: str
+    message: str
+    suspend: bool
+    shutdown: str
+    stopped_for: str
+    max_restarts: int
+    steps: dict[str, StepView] = field(default_factory=dict)
+    nodes_known: bool = True
+    created: str = ""
+    finished_at: str = ""
+
+    @property
+    def terminal(self) -> bool:
+        """Argo has finished with this Workflow."""
+        return self.phase in TERMINAL
+
+    @property
+    def succeeded_steps(self) -> frozenset[str]:
+        """Steps whose node Succeeded in this Workflow."""
+        return frozenset(n for n, s in self.steps.items() if s.phase == "Succeeded")
+
+    def failure(self) -> tuple[str, str]:
+        """``(step, message)`` naming the step that failed and its exit code."""
+        for step in self.steps.values():
+            if step.phase not in FAILED:
+                continue
+            pod = step.failed_pod
+            if pod is None:
+                return step.name, f"step {step.name!r} failed: {step.message or self.message}"
+            code = "" if pod.exit_code is None else f" with exit code {pod.exit_code}"
+            detail = pod.message or step.message
+            tail = f" ({detail})" if detail else ""
+            return step.name, f"step {step.name!r} failed: pod {pod.slot!r} exited{code}{tail}"
+        return "", f"workflow {self.name} {self.phase}: {self.message}".rstrip(": ")
+
+
+def decode_nodes(status: Json) -> dict[str, Json] | None:
+    """``status.nodes``, or decompressed ``compressedNodes``; None when offloaded."""
+    nodes = status.get("nodes")
+    if nodes:
+        return dict(nodes)
+    packed = status.get("compressedNodes")
+    if packed:
+        raw = base64.b64decode(packed)
+        if raw[:2] != b"\x1f\x8b":  # zstd/brotli (argo >= 4.1 option): not supported
+            return None
+        decoded: dict[str, Json] = json.loads(gzip.decompress(raw))
+        return decoded
+    if status.get("offloadNodeStatusVersion"):
+        return None
+    return {}
+
+
+def view(workflow: Json) -> WorkflowView:
+    """A WorkflowView of a Workflow wire dict."""
+    meta = workflow.get("metadata") or {}
+    spec = workflow.get("spec") or {}
+    status = workflow.get("status") or {}
+    name = str(meta.get("name", ""))
+    lbls = meta.get("labels") or {}
+    ann = meta.get("annotations") or {}
+    nodes = decode_nodes(status)
+    steps = _steps(name, nodes or {})
+    for step in _template_steps(workflow):
+        steps.setdefault(step, StepView(step, ""))
+    return WorkflowView(
+        name=name,
+        uid=str(meta.get("uid", "")),
+        attempt=_int(lbls.get(labels.ATTEMPT)),
+        segment=_int(lbls.get(labels.SEGMENT)),
+        phase=str(status.get("phase") or ""),
+        message=str(status.get("message") or ""),
+        suspend=bool(spec.get("suspend")),
+        shutdown=str(spec.get("shutdown") or ""),
+        stopped_for=str(ann.get(labels.STOPPED_FOR, "")),
+        max_restarts=_int(ann.get(labels.MAX_RESTARTS_ANNOTATION)),
+        steps=steps,
+        nodes_known=nodes is not None,
+        created=str(meta.get("creationTimestamp") or ""),
+        finished_at=str(status.get("finishedAt") or ""),
+    )
+
+
+def _steps(wf: str, nodes: dict[str, Json]) -> dict[str, StepView]:
+    by_name = {str(n.get("name", "")): n for n in nodes.values()}
+    steps: dict[str, StepView] = {}
+    prefix = wf + "."
+    for node_name, node in by_name.items():
+        rest = node_name[len(prefix) :] if node_name.startswith(prefix) else ""
+        if not rest or "." in rest:
+            continue
+        pods = _pods(node_name + ".", by_name)
+        steps[rest] = StepView(
+            rest, str(node.get("phase") or ""), str(node.get("message") or ""), pods
+        )
+    return steps
+
+
+def _pods(prefix: str, by_name: dict[str, Json]) -> tuple[PodResult, ...]:
+    last: dict[str, tuple[int, Json]] = {}
+    for node_name, node in by_name.items():
+        if node.get("type") != "Pod" or not node_name.startswith(prefix):
+            continue
+        tail = node_name[len(prefix) :]
+        match = _ATTEMPT_SUFFIX.search(tail)
+        slot, index = (tail[: match.start()], int(match.group(1))) if match else (tail, 0)
+        if slot not in last or index >= last[slot][0]:
+            last[slot] = (index, node)
+    results = []
+    for slot, (index, node) in sorted(last.items()):
+        code = (node.get("outputs") or {}).get("exitCode")
+        results.append(
+            PodResult(
+                slot=slot,
+                phase=str(node.get("phase") or ""),
+                exit_code=int(code) if code not in (None, "") else None,
+                message=str(node.get("message") or ""),
+                attempts=index + 1,
+            )
+        )
+    return tuple(results)
+
+
+def _template_steps(workflow: Json) -> list[str]:
+    """Step names in the entrypoint DAG, in order (steps Argo has not reached)."""
+    spec = workflow.get("spec") or {}
+    entry = spec.get("entrypoint")
+    for tpl in spec.get("templates") or []:
+        if tpl.get("name") == entry and tpl.get("dag"):
+            return [str(t["name"]) for t in tpl["dag"].get("tasks") or []]
+    return []
+
+
+def step_groups(workflow: Json) -> dict[str, Json]:
+    """Pod-group name -> ``{step, role, queue, replicatedJobs}`` from the pod templates."""
+    groups: dict[str, Json] = {}
+    for tpl in (workflow.get("spec") or {}).get("templates") or []:
+        meta = tpl.get("metadata") or {}
+        lbls = meta.get("labels") or {}
+        ann = meta.get("annotations") or {}
+        group = ann.get(labels.KUEUE_POD_GROUP_NAME) or lbls.get(labels.KUEUE_POD_GROUP_NAME)
+        step = lbls.get(labels.STEP)
+        if not group or not step:
+            continue
+        entry = groups.setdefault(
+            group,
+            {
+                "step": step,
+                "role": lbls.get(labels.ROLE, ""),
+                "queue": lbls.get(labels.KUEUE_QUEUE_NAME, ""),
+                "replicatedJobs": [],
+            },
+        )
+        rjob = lbls.get(labels.REPLICATED_JOB)
+        if rjob and rjob not in entry["replicatedJobs"]:
+            entry["replicatedJobs"].append(rjob)
+    return groups
+
+
+def _int(value: object) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        return 0

@@ -1,0 +1,75 @@
+"""CLI wiring of the cluster commands: ``trainweave controller`` and ``trainweave status``.
+
+``add_commands(subparsers)`` registers both; handlers import the controller
+modules (kubernetes, prometheus-client) only when run, so ``trainweave render``
+starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``controller`` and ``status`` on the CLI's subparsers."""
+    ctl = subparsers.add_parser(
+        "controller",
+        help="run the reconciler: TrainJobs -> Argo Workflows + Kueue, status back",
+        description="Watch TrainJobs and run them as Argo Workflows with per-step Kueue "
+        "admission; roll Workflow, pod and Workload state back into TrainJob status.",
+    )
+    ctl.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
+    ctl.add_argument("--namespace", default="", help="watch one namespace (default: all)")
+    ctl.add_argument(
+        "--bind",
+        default="127.0.0.1:8080",
+        help="address of /healthz, /readyz, /metrics (default: loopback 127.0.0.1:8080)",
+    )
+    ctl.add_argument("--workers", type=int, default=2)
+    ctl.add_argument("--default-queue", default=None, help="LocalQueue for steps without one")
+    ctl.add_argument("--no-leader-elect", action="store_true", help="act without a Lease")
+    ctl.add_argument(
+        "--lease-namespace", default=os.environ.get("POD_NAMESPACE", "trainweave-system")
+    )
+    ctl.add_argument("--lease-name", default="trainweave-controller")
+    ctl.add_argument("--identity", default=None, help="leader election identity (default host-pid)")
+    ctl.add_argument("--log-level", default="INFO")
+    ctl.set_defaults(handler=_controller)
+
+    st = subparsers.add_parser(
+        "status", help="steps, phases, admission, waits and GPU-hours of a live TrainJob"
+    )
+    st.add_argument("trainjob")
+    st.add_argument("-n", "--namespace", default="default")
+    st.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
+    st.set_defaults(handler=_status)
+
+
+def _controller(args: argparse.Namespace) -> int:
+    import logging
+
+    from trainweave.integrations import controller
+
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    fields = {
+        "namespace": args.namespace,
+        "bind": args.bind,
+        "workers": args.workers,
+        "default_queue": args.default_queue,
+        "leader_elect": not args.no_leader_elect,
+        "lease_namespace": args.lease_namespace,
+        "lease_name": args.lease_name,
+    }
+    if args.identity:
+        fields["identity"] = args.identity
+    return controller.run(controller.Config(**fields), kubeconfig=args.kubeconfig)
+
+
+def _status(args: argparse.Namespace) -> int:
+    from trainweave.integrations import status_cli
+
+    return status_cli.main(args.trainjob, args.namespace, args.kubeconfig, sys.stdout)

@@ -1,0 +1,112 @@
+"""``trainweave status TRAINJOB``: steps, phases, admission, waits and GPU-hours.
+
+Reads the live TrainJob, its Workflows and pods (label ``trainweave.io/trainjob``)
+and the step Workloads, folds them with the same pure functions the controller
+uses (``rollup``, ``quota``) and prints a table. Workloads that are gone are
+shown from the ``trainweave.io/quota`` annotation.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, TextIO
+
+from trainweave.integrations import api, quota
+from trainweave.integrations.argo_view import step_groups, view
+from trainweave.integrations.reconcile import group_of, quota_records
+from trainweave.integrations.rollup import Observed, owned, progress
+
+from trainweave import labels
+
+Json = dict[str, Any]
+
+
+def observe(send: api.Send, namespace: str, name: str) -> Observed:
+    """Read one TrainJob and its children from the API."""
+    tj = send(api.get(api.TRAINJOB, namespace, name))
+    sel = f"{labels.TRAINJOB}={name}"
+    wfs = send(api.list_(api.WORKFLOW, namespace, sel)).get("items") or []
+    pods = send(api.list_(api.POD, namespace, sel)).get("items") or []
+    groups = {g for wf in wfs for g in step_groups(wf)} | {group_of(p) for p in pods}
+    workloads = []
+    for g in sorted(groups - {""}):
+        try:
+            workloads.append(send(api.get(api.WORKLOAD, namespace, g)))
+        except api.ApiError as err:
+            if not err.not_found:
+                raise
+    return Observed(tj, tuple(wfs), tuple(pods), tuple(workloads))
+
+
+def _dur(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = int(seconds)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def render(obs: Observed, now: datetime, out: TextIO) -> None:
+    """Print the status report of ``obs``."""
+    tj = obs.trainjob
+    meta = tj["metadata"]
+    conds = (tj.get("status") or {}).get("conditions") or []
+    state = conds[-1]["type"] if conds else "Created"
+    prog = progress(obs)
+    out.write(f"TrainJob {meta['namespace']}/{meta['name']}  state: {state}  ")
+    out.write(f"attempt: {prog.attempt + 1} (maxRestarts {prog.max_restarts})\n")
+    for c in conds:
+        out.write(f"  {c['type']}={c['status']} {c.get('reason', '')}: {c.get('message', '')}\n")
+    live = {q.workload: q for q in quota_records(obs, now)}
+    ann = (meta.get("annotations") or {}).get(labels.QUOTA_ANNOTATION)
+    records = quota.merge(quota.decode(ann), live.values())
+    by_group = {q.workload: q for q in records}
+    rows = [
+        ("STEP", "ROLE", "PHASE", "QUEUE", "CLUSTERQUEUE", "ADMISSION", "WAIT", "HOLD", "GPU-h")
+    ]
+    for wf in owned(tj, obs.workflows):
+        v = view(wf)
+        for group, info in step_groups(wf).items():
+            step = v.steps.get(str(info["step"]))
+            q = by_group.get(group)
+            admission = "-"
+            if q is not None:
+                admission = q.state + (f" ({q.reason})" if q.reason else "")
+            rows.append(
+                (
+                    f"{info['step']}" + (f" [{v.name}]" if len(obs.workflows) > 1 else ""),
+                    str(info.get("role", "")),
+                    (step.phase if step else "") or "Pending",
+                    str(info.get("queue", "")),
+                    q.cluster_queue if q and q.cluster_queue else "-",
+                    admission,
+                    _dur(q.wait_seconds) if q else "-",
+                    _dur(q.hold_seconds) if q else "-",
+                    f"{q.gpu_hours:.3f}" if q else "-",
+                )
+            )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        out.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
+    tot = quota.totals(records)
+    out.write(
+        f"total admission wait: {_dur(tot['waitSeconds'])}  GPU-hours: {tot['gpuHours']:.3f}\n"
+    )
+    for js in (tj.get("status") or {}).get("jobsStatus") or []:
+        out.write(
+            f"  job {js['name']}: active={js['active']} ready={js['ready']} "
+            f"succeeded={js['succeeded']} failed={js['failed']} suspended={js['suspended']}\n"
+        )
+
+
+def main(name: str, namespace: str, kubeconfig: str | None, out: TextIO) -> int:
+    """The ``status`` command."""
+    from trainweave.integrations.kube import KubeClient, load_configuration
+
+    client = KubeClient(load_configuration(kubeconfig))
+    try:
+        obs = observe(client.send, namespace, name)
+    except api.ApiError as err:
+        out.write(f"error: {err}\n")
+        return 1
+    render(obs, datetime.now(timezone.utc), out)
+    return 0
