@@ -102,7 +102,7 @@ def to_pipeline(
         steps=tuple(steps),
         runtime_kind=runtime.kind,
         runtime_name=runtime.metadata.name,
-        runtime_snapshot=runtime.model_dump(by_alias=True, exclude_none=True, mode="json"),
+        runtime_snapshot=runtime.model_dump(by_alias=True, exclude_unset=True, mode="json"),
         attempt=attempt,
         service=service,
         pvcs=tuple(_pvcs(trainjob.metadata.name, spec)),
@@ -256,9 +256,14 @@ def _apply_trainjob(ctx: _Context, name: str, ancestor: Ancestor | None, pod_spe
             container["command"] = list(trainer.command)
         if trainer.args:
             container["args"] = list(trainer.args)
-        mlpolicy.upsert_env(container, trainer.env)
-        if trainer.resources_per_node is not None:
-            container["resources"] = copy.deepcopy(trainer.resources_per_node)
+    mpi = ctx.spec.ml_policy.mpi if ctx.spec.ml_policy else None
+    launcher_as_node = mpi is not None and mpi.run_launcher_as_node and name == "node"
+    if (ancestor is Ancestor.TRAINER or launcher_as_node) and tj.trainer:
+        # builder.go Trainer(): env also on the MPI `node` job when the launcher runs as a node;
+        # resourcesPerNode is per node, so it sizes those pods too.
+        mlpolicy.upsert_env(container, tj.trainer.env)
+        if tj.trainer.resources_per_node is not None:
+            container["resources"] = copy.deepcopy(tj.trainer.resources_per_node)
     if ancestor is Ancestor.TRAINER:
         ctx.resources = container.get("resources") or {}
 
@@ -411,7 +416,5 @@ def _pvcs(trainjob: str, spec: RuntimeSpec) -> list[Json]:
             pvc = copy.deepcopy(tpl)
             meta = pvc.setdefault("metadata", {})
             meta["name"] = names.pvc_name(trainjob, meta.get("name", ""))
-            pvc.setdefault("apiVersion", "v1")
-            pvc.setdefault("kind", "PersistentVolumeClaim")
-            out.append(pvc)
+            out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", **pvc})
     return out
