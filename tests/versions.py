@@ -1,0 +1,17 @@
+"""Engine versions for the schema tier, read from hack/versions.env (the one place they are pinned)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_ENV = Path(__file__).parents[1] / "hack" / "versions.env"
+PINS = {
+    key: value
+    for key, _, value in (
+        line.partition("=") for line in _ENV.read_text().splitlines() if line and not line.startswith("#")
+    )
+}
+ARGO_MODULE = "github.com/argoproj/argo-workflows/v4"
+ARGO_VERSION = PINS["ARGO_WORKFLOWS_VERSION"]
+KUEUE_MODULE = "sigs.k8s.io/kueue"
+KUEUE_VERSION = PINS["KUEUE_VERSION"]
