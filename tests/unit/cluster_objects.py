@@ -1,0 +1,311 @@
+"""Builders of cluster objects in the shapes the engines write them (tests only).
+
+Workflow status nodes follow Argo v4 (``<wf>`` root DAG, ``<wf>.<step>`` step
+DAG, ``<wf>.<step>.<pod>`` Retry, ``...(<n>)`` Pod attempts with string
+``outputs.exitCode``); Workloads follow Kueue v1beta2; pods carry the labels
+``adapters.argo`` renders.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainweave import labels as L
+
+Json = dict[str, Any]
+T0 = "2026-11-01T10:00:00Z"
+UID = "tj-uid-1"
+
+
+def trainjob(
+    name: str = "ft",
+    *,
+    suspend: bool = False,
+    deadline: int | None = None,
+    conditions: list[Json] | None = None,
+    jobs: list[Json] | None = None,
+    annotations: dict[str, str] | None = None,
+    created: str = T0,
+) -> Json:
+    spec: Json = {"runtimeRef": {"name": "rt", "kind": "ClusterTrainingRuntime"}}
+    if suspend:
+        spec["suspend"] = True
+    if deadline:
+        spec["activeDeadlineSeconds"] = deadline
+    status: Json = {}
+    if conditions:
+        status["conditions"] = conditions
+    if jobs:
+        status["jobsStatus"] = jobs
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": UID,
+            "creationTimestamp": created,
+            "annotations": dict(annotations or {}),
+        },
+        "spec": spec,
+        "status": status,
+    }
+
+
+def owner(uid: str = UID) -> list[Json]:
+    return [
+        {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "name": "ft",
+            "uid": uid,
+            "controller": True,
+        }
+    ]
+
+
+@dataclass
+class Pod:
+    """One pod attempt of a step: phase and exit code."""
+
+    slot: str
+    phase: str
+    code: int | None = None
+    attempt: int = 0
+    message: str = ""
+
+
+@dataclass
+class StepState:
+    phase: str
+    pods: list[Pod] = field(default_factory=list)
+    rjob: str = ""
+    role: str = "initializer"
+    queue: str = "cpu"
+
+
+def group(tj: str, step: str, attempt: int) -> str:
+    return f"{tj}-{step}-a{attempt}"
+
+
+def workflow(
+    steps: dict[str, StepState],
+    *,
+    tj: str = "ft",
+    attempt: int = 0,
+    segment: int = 0,
+    phase: str = "Running",
+    message: str = "",
+    max_restarts: int = 0,
+    suspend: bool = False,
+    shutdown: str = "",
+    stopped_for: str = "",
+    compressed: bool = False,
+    owner_uid: str = UID,
+) -> Json:
+    name = tj if attempt == 0 else f"{tj}-r{attempt}"
+    if segment:
+        name += f"-s{segment}"
+    nodes: dict[str, Json] = {
+        name: {"id": name, "name": name, "type": "DAG", "phase": phase, "displayName": name}
+    }
+    templates: list[Json] = [
+        {"name": "main", "dag": {"tasks": [{"name": s, "template": f"step-{s}"} for s in steps]}}
+    ]
+    for sname, st in steps.items():
+        rjob = st.rjob or sname
+        if st.phase:
+            sid = f"{name}-{zlib.crc32(sname.encode())}"
+            nodes[sid] = {
+                "id": sid,
+                "name": f"{name}.{sname}",
+                "type": "DAG",
+                "phase": st.phase,
+                "displayName": sname,
+                "boundaryID": name,
+            }
+        for i, pod in enumerate(st.pods):
+            pid = f"{name}-{sname}-{pod.slot}-{pod.attempt}-{i}"
+            node: Json = {
+                "id": pid,
+                "name": f"{name}.{sname}.{pod.slot}({pod.attempt})",
+                "type": "Pod",
+                "phase": pod.phase,
+                "displayName": f"{pod.slot}({pod.attempt})",
+            }
+            if pod.code is not None:
+                node["outputs"] = {"exitCode": str(pod.code)}
+            if pod.message:
+                node["message"] = pod.message
+            nodes[pid] = node
+        templates.append(
+            {
+                "name": rjob,
+                "metadata": {
+                    "labels": {
+                        L.TRAINJOB: tj,
+                        L.STEP: sname,
+                        L.REPLICATED_JOB: rjob,
+                        L.ROLE: st.role,
+                        L.KUEUE_QUEUE_NAME: st.queue,
+                        L.KUEUE_POD_GROUP_NAME: group(tj, sname, attempt),
+                    }
+                },
+                "container": {"image": "x"},
+            }
+        )
+    status: Json = {"phase": phase}
+    if message:
+        status["message"] = message
+    if compressed:
+        raw = gzip.compress(json.dumps(nodes).encode())
+        status["compressedNodes"] = base64.b64encode(raw).decode()
+    else:
+        status["nodes"] = nodes
+    spec: Json = {"entrypoint": "main", "templates": templates}
+    if suspend:
+        spec["suspend"] = True
+    if shutdown:
+        spec["shutdown"] = shutdown
+    ann = {L.MAX_RESTARTS_ANNOTATION: str(max_restarts)}
+    if stopped_for:
+        ann[L.STOPPED_FOR] = stopped_for
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"wf-{name}",
+            "annotations": ann,
+            "labels": {L.TRAINJOB: tj, L.ATTEMPT: str(attempt), L.SEGMENT: str(segment)},
+            "ownerReferences": owner(owner_uid),
+            "creationTimestamp": T0,
+        },
+        "spec": spec,
+        "status": status,
+    }
+
+
+def pod(
+    wf: str,
+    step: str,
+    slot: str,
+    phase: str,
+    *,
+    attempt: int = 0,
+    rjob: str = "",
+    tj: str = "ft",
+    wf_attempt: int = 0,
+    ready: bool = False,
+    gated: bool = False,
+    created: str = T0,
+    deleting: bool = False,
+    annotations: dict[str, str] | None = None,
+) -> Json:
+    meta: Json = {
+        "name": f"{wf}-{step}-{slot}-{attempt}",
+        "namespace": "ns",
+        "creationTimestamp": created,
+        "labels": {
+            L.TRAINJOB: tj,
+            L.STEP: step,
+            L.REPLICATED_JOB: rjob or step,
+            "workflows.argoproj.io/workflow": wf,
+            L.KUEUE_POD_GROUP_NAME: group(tj, step, wf_attempt),
+        },
+        "annotations": {
+            "workflows.argoproj.io/node-name": f"{wf}.{step}.{slot}({attempt})",
+            **(annotations or {}),
+        },
+    }
+    if deleting:
+        meta["deletionTimestamp"] = T0
+    spec: Json = {"containers": [{"name": "main"}]}
+    if gated:
+        spec["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
+    status: Json = {"phase": phase}
+    if ready:
+        status["conditions"] = [{"type": "Ready", "status": "True"}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+
+
+def workload(
+    name: str,
+    *,
+    queue: str = "cpu",
+    created: str = T0,
+    reserved: str | None = None,
+    finished: str | None = None,
+    pending_reason: str = "",
+    usage: dict[str, str] | None = None,
+    flavors: dict[str, str] | None = None,
+    cq: str = "cq",
+) -> Json:
+    conds: list[Json] = []
+    status: Json = {}
+    if reserved:
+        conds.append(
+            {
+                "type": "QuotaReserved",
+                "status": "True",
+                "reason": "QuotaReserved",
+                "lastTransitionTime": reserved,
+            }
+        )
+        conds.append(
+            {
+                "type": "Admitted",
+                "status": "True",
+                "reason": "Admitted",
+                "lastTransitionTime": reserved,
+            }
+        )
+        status["admission"] = {
+            "clusterQueue": cq,
+            "podSetAssignments": [
+                {
+                    "name": "abcd1234",
+                    "flavors": flavors or {"cpu": "default"},
+                    "resourceUsage": usage or {"cpu": "2"},
+                    "count": 1,
+                }
+            ],
+        }
+    elif pending_reason:
+        conds.append(
+            {
+                "type": "QuotaReserved",
+                "status": "False",
+                "reason": pending_reason,
+                "message": "couldn't assign flavors",
+                "lastTransitionTime": created,
+            }
+        )
+    if finished:
+        conds.append(
+            {
+                "type": "Finished",
+                "status": "True",
+                "reason": "Succeeded",
+                "lastTransitionTime": finished,
+            }
+        )
+    status["conditions"] = conds
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"wl-{name}",
+            "creationTimestamp": created,
+        },
+        "spec": {"queueName": queue},
+        "status": status,
+    }

@@ -1,0 +1,325 @@
+"""Reconcile plans and their execution, counted at the one ``send`` edge."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+import yaml
+from trainweave.integrations import api, children, reconcile
+from trainweave.integrations.executor import Executor
+from trainweave.integrations.rollup import Observed
+
+from tests.unit.cluster_objects import T0, Pod, StepState, pod, trainjob, workflow, workload
+
+NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
+Json = dict[str, Any]
+INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", 0)])
+TRAINER_RUN = StepState("Running", [Pod("node-0-0", "Running")], role="trainer", queue="gpu")
+
+
+class Recorder:
+    """A fake API server edge: canned GETs, 201 for POSTs, records every request."""
+
+    def __init__(
+        self, objects: dict[str, Json] | None = None, conflicts: set[str] = frozenset()
+    ) -> None:  # type: ignore[assignment]
+        self.objects = dict(objects or {})
+        self.conflicts = set(conflicts)
+        self.sent: list[api.Request] = []
+
+    def __call__(self, req: api.Request) -> Json:
+        self.sent.append(req)
+        if req.method == "GET":
+            if req.path in self.objects:
+                return self.objects[req.path]
+            raise api.ApiError(404, "NotFound")
+        if req.method == "POST":
+            name = (req.body or {}).get("metadata", {}).get("name", "")
+            if f"{req.path}/{name}" in self.conflicts:
+                raise api.ApiError(409, "AlreadyExists")
+            return {**(req.body or {}), "metadata": {**(req.body or {})["metadata"], "uid": "new"}}
+        return {}
+
+    @property
+    def writes(self) -> list[api.Request]:
+        return [r for r in self.sent if r.is_write]
+
+
+def fake_renderer(trainjob: Json, runtime: Json, attempt: int) -> tuple[list[Json], int]:
+    steps = {"init": StepState(""), "trainer": StepState("", role="trainer", queue="gpu")}
+    wf = workflow(steps, attempt=attempt)
+    wf["metadata"].pop("ownerReferences")
+    wf["metadata"]["annotations"] = {}
+    wf["spec"]["templates"][0]["dag"]["tasks"][1]["depends"] = "init"
+    wf.pop("status")
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "ft-runtime-snapshot", "namespace": "ns"},
+        "data": {"runtime": yaml.safe_dump(runtime)},
+    }
+    return [wf, cm], 2
+
+
+def steady_state() -> Observed:
+    """A running pipeline whose status and quota annotation are already written."""
+    wf = workflow({"init": INIT_OK, "trainer": TRAINER_RUN})
+    pods = (
+        pod("ft", "init", "init-0-0", "Succeeded"),
+        pod("ft", "trainer", "node-0-0", "Running", ready=True),
+    )
+    wls = (
+        workload("ft-init-a0", reserved=T0, finished="2026-11-01T10:01:00Z"),
+        workload("ft-trainer-a0", queue="gpu", reserved="2026-11-01T10:02:00Z"),
+    )
+    tj = trainjob(annotations={"trainweave.io/attempts": "1"})
+    first = Observed(tj, (wf,), pods, wls)
+    plan = reconcile.plan(first, NOW)
+    for req in plan.after_start:  # apply the writes the first reconcile makes
+        body = req.body or {}
+        if req.path.endswith("/status"):
+            tj["status"] = body["status"]
+        elif req.method == "PATCH":
+            tj["metadata"]["annotations"].update(body["metadata"]["annotations"])
+    return Observed(tj, (wf,), pods, wls)
+
+
+def run(obs: Observed, rec: Recorder) -> reconcile.Plan:
+    plan = reconcile.plan(obs, NOW)
+    Executor(rec, fake_renderer, lambda: NOW).run(plan, obs.trainjob)
+    return plan
+
+
+def test_no_op_reconcile_writes_nothing() -> None:
+    obs = steady_state()
+    rec = Recorder()
+    run(obs, rec)
+    assert rec.sent == []
+    # and a later reconcile (time moved on, nothing changed state) still writes nothing
+    plan = reconcile.plan(obs, datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc))
+    assert plan.requests == [] and plan.after_start == [] and plan.start is None
+
+
+def test_first_reconcile_writes_status_quota_and_events() -> None:
+    wf = workflow({"init": INIT_OK, "trainer": TRAINER_RUN})
+    wls = (workload("ft-trainer-a0", queue="gpu", pending_reason="WaitingForQuota"),)
+    obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}), (wf,), (), wls)
+    rec = Recorder()
+    run(obs, rec)
+    kinds = [(r.method, r.path.rsplit("/", 1)[-1]) for r in rec.writes]
+    assert kinds == [("PATCH", "ft"), ("POST", "events"), ("PATCH", "status")]
+    event = rec.writes[1].body or {}
+    assert event["reason"] == "StepWaitingForQuota"
+    assert "queue gpu: WaitingForQuota" in event["message"]
+
+
+def test_start_creates_children_owned_by_trainjob() -> None:
+    rt = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "rt"},
+        "spec": {},
+    }
+    rec = Recorder({"/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/rt": rt})
+    run(Observed(trainjob()), rec)
+    writes = [(r.method, r.path) for r in rec.writes]
+    assert writes[0] == ("PATCH", "/apis/trainer.kubeflow.org/v1alpha1/namespaces/ns/trainjobs/ft")
+    assert ("POST", "/api/v1/namespaces/ns/configmaps") in writes
+    created_wf = next(r.body for r in rec.writes if r.path.endswith("/workflows"))
+    assert created_wf is not None
+    assert created_wf["metadata"]["name"] == "ft"
+    assert created_wf["metadata"]["ownerReferences"][0]["uid"] == "tj-uid-1"
+    assert created_wf["metadata"]["annotations"]["trainweave.io/max-restarts"] == "2"
+    # the Workflow comes last: pods need the ConfigMap/Service/PVCs first
+    assert [r.path.rsplit("/", 1)[-1] for r in rec.writes if r.method == "POST"][-1] == "workflows"
+
+
+def test_restart_adopts_existing_workflow_instead_of_a_second_copy() -> None:
+    wf = workflow({"init": StepState("")})
+    rec = Recorder(
+        {
+            "/apis/argoproj.io/v1alpha1/namespaces/ns/workflows/ft": wf,
+            "/api/v1/namespaces/ns/configmaps/ft-runtime-snapshot": {
+                "metadata": {"ownerReferences": [{"uid": "tj-uid-1", "controller": True}]},
+                "data": {
+                    "runtime": "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: ClusterTrainingRuntime\n"
+                },
+            },
+        },
+        conflicts={
+            "/apis/argoproj.io/v1alpha1/namespaces/ns/workflows/ft",
+            "/api/v1/namespaces/ns/configmaps/ft-runtime-snapshot",
+        },
+    )
+    obs = Observed(
+        trainjob(annotations={"trainweave.io/attempts": "1"})
+    )  # cache had no workflow yet
+    run(obs, rec)
+    posts = [r for r in rec.sent if r.method == "POST" and r.path.endswith("workflows")]
+    assert len(posts) == 1  # one create, 409, adopted
+
+
+def test_foreign_object_with_our_name_is_an_error() -> None:
+    foreign = workflow({"init": StepState("")}, owner_uid="someone-else")
+    rec = Recorder(
+        {
+            "/apis/argoproj.io/v1alpha1/namespaces/ns/workflows/ft": foreign,
+            "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/rt": {
+                "kind": "ClusterTrainingRuntime"
+            },
+        },
+        conflicts={"/apis/argoproj.io/v1alpha1/namespaces/ns/workflows/ft"},
+    )
+    with pytest.raises(api.ApiError, match="not controlled by this TrainJob"):
+        run(Observed(trainjob(annotations={"trainweave.io/attempts": "1"})), rec)
+
+
+def test_missing_runtime_fails_with_reason() -> None:
+    rec = Recorder()
+    run(Observed(trainjob(annotations={"trainweave.io/attempts": "1"})), rec)
+    status = next(r.body for r in rec.writes if r.path.endswith("/status"))
+    assert status is not None
+    cond = status["status"]["conditions"][0]
+    assert (cond["type"], cond["status"], cond["reason"]) == (
+        "Failed",
+        "True",
+        "TrainingRuntimeNotFound",
+    )
+    assert "spec.runtimeRef.name" in cond["message"] and "'rt' not found" in cond["message"]
+
+
+def test_suspend_stops_running_workflow_and_releases_its_workloads() -> None:
+    wf = workflow({"init": INIT_OK, "trainer": TRAINER_RUN})
+    pods = (pod("ft", "init", "init-0-0", "Succeeded"), pod("ft", "trainer", "node-0-0", "Running"))
+    wls = (
+        workload("ft-init-a0", reserved=T0, finished="2026-11-01T10:01:00Z"),
+        workload("ft-trainer-a0", queue="gpu", reserved="2026-11-01T10:02:00Z"),
+    )
+    obs = Observed(
+        trainjob(suspend=True, annotations={"trainweave.io/attempts": "1"}), (wf,), pods, wls
+    )
+    plan = reconcile.plan(obs, NOW)
+    assert [(r.method, r.path.rsplit("/", 1)[-1], r.body) for r in plan.requests] == [
+        (
+            "PATCH",
+            "ft",
+            {
+                "metadata": {"annotations": {"trainweave.io/stopped-for": "suspend"}},
+                "spec": {"shutdown": "Stop"},
+            },
+        ),
+    ]
+    # next pass: Argo has the stop; the trainer's Workload (still holding quota) is deleted
+    stopped = workflow(
+        {"init": INIT_OK, "trainer": TRAINER_RUN}, shutdown="Stop", stopped_for="suspend"
+    )
+    plan = reconcile.plan(Observed(obs.trainjob, (stopped,), pods, wls), NOW)
+    assert [(r.method, r.path.rsplit("/", 1)[-1]) for r in plan.requests] == [
+        ("DELETE", "ft-trainer-a0")
+    ]
+
+
+def test_suspend_before_any_pod_uses_argo_suspend() -> None:
+    wf = workflow({"init": StepState(""), "trainer": StepState("")})
+    obs = Observed(trainjob(suspend=True, annotations={"trainweave.io/attempts": "1"}), (wf,))
+    plan = reconcile.plan(obs, NOW)
+    assert [r.body for r in plan.requests] == [{"spec": {"suspend": True}}]
+
+
+def test_resume_starts_next_segment_without_finished_steps() -> None:
+    stopped = workflow(
+        {"init": INIT_OK, "trainer": StepState("Failed", [Pod("node-0-0", "Failed", 143)])},
+        phase="Failed",
+        shutdown="Stop",
+        stopped_for="suspend",
+    )
+    pods = (pod("ft", "init", "init-0-0", "Succeeded"),)
+    wls = (workload("ft-init-a0", reserved=T0, finished="2026-11-01T10:01:00Z"),)
+    cond = [
+        {
+            "type": "Suspended",
+            "status": "True",
+            "reason": "Suspended",
+            "message": "TrainJob is suspended",
+            "lastTransitionTime": T0,
+        }
+    ]
+    obs = Observed(
+        trainjob(conditions=cond, annotations={"trainweave.io/attempts": "1"}),
+        (stopped,),
+        pods,
+        wls,
+    )
+    plan = reconcile.plan(obs, NOW)
+    assert plan.start == reconcile.Start(0, 1, frozenset({"init"}), False)
+    # not while the interrupted step's Workload still exists
+    live = (*wls, workload("ft-trainer-a0", queue="gpu", reserved="2026-11-01T10:02:00Z"))
+    assert reconcile.plan(Observed(obs.trainjob, (stopped,), pods, live), NOW).start is None
+
+
+def test_failure_with_budget_starts_a_fresh_attempt() -> None:
+    failed = workflow(
+        {"init": StepState("Failed", [Pod("init-0-0", "Failed", 1)])},
+        phase="Failed",
+        max_restarts=2,
+    )
+    pods = (pod("ft", "init", "init-0-0", "Failed"),)
+    wls = (workload("ft-init-a0", reserved=T0),)
+    obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}), (failed,), pods, wls)
+    plan = reconcile.plan(obs, NOW)
+    assert plan.start == reconcile.Start(1, 0, frozenset(), False)
+    bodies = [r.body for r in plan.requests]
+    assert {"metadata": {"annotations": {"trainweave.io/attempts": "2"}}} in bodies
+    # Argo gave up on the old attempt's group: released, pods kept for their logs
+    assert {"metadata": {"annotations": {"kueue.x-k8s.io/retriable-in-group": "false"}}} in bodies
+
+
+def test_deadline_stops_workflow_and_deletes_workloads() -> None:
+    wf = workflow({"init": INIT_OK, "trainer": TRAINER_RUN})
+    pods = (pod("ft", "trainer", "node-0-0", "Running"),)
+    wls = (workload("ft-trainer-a0", queue="gpu", reserved="2026-11-01T10:02:00Z"),)
+    obs = Observed(
+        trainjob(deadline=60, annotations={"trainweave.io/attempts": "1"}), (wf,), pods, wls
+    )
+    plan = reconcile.plan(obs, NOW)
+    assert [(r.method, r.path.rsplit("/", 1)[-1]) for r in plan.requests] == [
+        ("PATCH", "ft"),
+        ("DELETE", "ft-trainer-a0"),
+    ]
+    status = next(r.body for r in plan.after_start if r.path.endswith("/status"))
+    assert status is not None and status["status"]["conditions"][0]["reason"] == "DeadlineExceeded"
+
+
+def test_orphaned_pods_release_their_workload() -> None:
+    pods = [pod("ft", "trainer", "node-0-0", "Failed", deleting=True)]
+    reqs = reconcile.orphan_releases("ns", pods, [workload("ft-trainer-a0", reserved=T0)])
+    assert [
+        (r.method, r.path.rsplit("/", 1)[-1], (r.body or {}).get("preconditions")) for r in reqs
+    ] == [("DELETE", "ft-trainer-a0", {"uid": "wl-ft-trainer-a0"})]
+
+
+SKIP_CASES = [
+    pytest.param("init", {"trainer": None}, id="single-dep"),
+    pytest.param("init && model", {"trainer": "model"}, id="and-chain"),
+    pytest.param("init.Succeeded && model", {"trainer": "model"}, id="result-suffix"),
+]
+
+
+@pytest.mark.parametrize(("depends", "expected"), SKIP_CASES)
+def test_segment_skips_finished_steps(depends: str, expected: dict) -> None:
+    wf = workflow({"init": StepState(""), "model": StepState(""), "trainer": StepState("")})
+    wf["spec"]["templates"][0]["dag"]["tasks"][2]["depends"] = depends
+    owner_obj = trainjob()
+    out = children.finish([wf], owner_obj, segment=2, skip_steps=frozenset({"init"}))
+    tasks = {t["name"]: t.get("depends") for t in out[0]["spec"]["templates"][0]["dag"]["tasks"]}
+    assert tasks == {"model": None, **expected}
+    assert out[0]["metadata"]["name"] == "ft-s2"
+
+
+def test_segment_refuses_complex_depends() -> None:
+    wf = workflow({"init": StepState(""), "trainer": StepState("")})
+    wf["spec"]["templates"][0]["dag"]["tasks"][1]["depends"] = "init || other"
+    with pytest.raises(children.UnsupportedDepends):
+        children.finish([wf], trainjob(), segment=1, skip_steps=frozenset({"init"}))

@@ -1,0 +1,413 @@
+"""Status roll-up tables: Workflows + pods -> TrainJob conditions and jobsStatus."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+import yaml
+from trainweave.integrations.argo_view import decode_nodes, view
+from trainweave.integrations.rollup import Observed, jobs_status, rollup
+
+from tests.unit.cluster_objects import T0, Pod, StepState, pod, trainjob, workflow
+
+NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
+FIXTURES = Path(__file__).parent / "fixtures" / "argo"
+INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", 0)])
+
+
+def conds(status: object) -> dict[str, tuple[str, str, str]]:
+    return {c["type"]: (c["status"], c["reason"], c["message"]) for c in status.conditions}  # type: ignore[attr-defined]
+
+
+def tj_with(wfs: list[dict], **kw: object) -> Observed:
+    ann = {
+        "trainweave.io/attempts": str(
+            1 + max((int(w["metadata"]["labels"]["trainweave.io/attempt"]) for w in wfs), default=0)
+        )
+    }
+    return Observed(trainjob(annotations=ann, **kw), tuple(wfs))  # type: ignore[arg-type]
+
+
+CASES = [
+    pytest.param(
+        [
+            workflow(
+                {
+                    "init": INIT_OK,
+                    "trainer": StepState("Succeeded", [Pod("node-0-0", "Succeeded", 0)]),
+                },
+                phase="Succeeded",
+            )
+        ],
+        {"Complete": ("True", "AllJobsCompleted", "All steps completed successfully")},
+        id="all-steps-succeeded",
+    ),
+    pytest.param(
+        [
+            workflow(
+                {
+                    "init": INIT_OK,
+                    "trainer": StepState(
+                        "Failed",
+                        [Pod("node-0-0", "Failed", 3, message="main: Error (exit code 3)")],
+                    ),
+                },
+                phase="Failed",
+            )
+        ],
+        {
+            "Failed": (
+                "True",
+                "FailedJobs",
+                "step 'trainer' failed: pod 'node-0-0' exited with exit code 3 (main: Error (exit code 3))",
+            )
+        },
+        id="permanent-exit-code",
+    ),
+    pytest.param(
+        [
+            workflow(
+                {
+                    "init": StepState(
+                        "Failed",
+                        [Pod("init-0-0", "Failed", 1), Pod("init-0-0", "Failed", 42, attempt=1)],
+                    )
+                },
+                phase="Failed",
+            )
+        ],
+        {
+            "Failed": (
+                "True",
+                "FailedJobs",
+                "step 'init' failed: pod 'init-0-0' exited with exit code 42",
+            )
+        },
+        id="retry-exhausted-last-attempt-code",
+    ),
+    pytest.param(
+        [
+            workflow(
+                {
+                    "init": StepState(
+                        "Succeeded",
+                        [Pod("init-0-0", "Failed", 1), Pod("init-0-0", "Succeeded", 0, attempt=1)],
+                    ),
+                    "trainer": StepState("Running", [Pod("node-0-0", "Running")]),
+                }
+            )
+        ],
+        {},
+        id="retry-recovered-running",
+    ),
+    pytest.param(
+        [
+            workflow(
+                {
+                    "init": StepState(
+                        "Error", [Pod("init-0-0", "Error", None, message="pod deleted")]
+                    )
+                },
+                phase="Error",
+            )
+        ],
+        {
+            "Failed": (
+                "True",
+                "FailedJobs",
+                "step 'init' failed: pod 'init-0-0' exited (pod deleted)",
+            )
+        },
+        id="error-pod-deleted-no-exit-code",
+    ),
+    pytest.param(
+        [
+            workflow(
+                {"init": StepState("Failed", [Pod("init-0-0", "Failed", 1)])},
+                phase="Failed",
+                max_restarts=2,
+            )
+        ],
+        {},
+        id="failed-with-restart-budget-left",
+    ),
+    pytest.param(
+        [
+            workflow(
+                {"init": StepState("Failed", [Pod("init-0-0", "Failed", 1)])},
+                phase="Failed",
+                max_restarts=2,
+            ),
+            workflow(
+                {"init": StepState("Failed", [Pod("init-0-0", "Failed", 1)])},
+                phase="Failed",
+                max_restarts=2,
+                attempt=1,
+            ),
+            workflow(
+                {"init": StepState("Failed", [Pod("init-0-0", "Failed", 7)])},
+                phase="Failed",
+                max_restarts=2,
+                attempt=2,
+            ),
+        ],
+        {
+            "Failed": (
+                "True",
+                "ReachedMaxRestarts",
+                "step 'init' failed: pod 'init-0-0' exited with exit code 7; reached maxRestarts=2",
+            )
+        },
+        id="max-restarts-spent",
+    ),
+    pytest.param(
+        [
+            workflow(
+                {"init": StepState("Failed", [Pod("init-0-0", "Failed", 1)])},
+                phase="Failed",
+                max_restarts=1,
+            ),
+            workflow({"init": INIT_OK}, phase="Succeeded", max_restarts=1, attempt=1),
+        ],
+        {"Complete": ("True", "AllJobsCompleted", "All steps completed successfully")},
+        id="second-attempt-succeeds",
+    ),
+    pytest.param(
+        [
+            workflow(
+                {
+                    "init": INIT_OK,
+                    "trainer": StepState("Succeeded", [Pod("node-0-0", "Succeeded", 0)]),
+                },
+                phase="Succeeded",
+                compressed=True,
+            )
+        ],
+        {"Complete": ("True", "AllJobsCompleted", "All steps completed successfully")},
+        id="compressed-nodes",
+    ),
+    pytest.param(
+        [
+            workflow(
+                {"init": INIT_OK, "trainer": StepState("Failed", [Pod("node-0-0", "Failed", 143)])},
+                phase="Failed",
+                shutdown="Stop",
+                stopped_for="suspend",
+            ),
+            workflow(
+                {"trainer": StepState("Succeeded", [Pod("node-0-0", "Succeeded", 0)])},
+                phase="Succeeded",
+                segment=1,
+            ),
+        ],
+        {"Complete": ("True", "AllJobsCompleted", "All steps completed successfully")},
+        id="resumed-segment-succeeds",
+    ),
+    pytest.param(
+        [
+            workflow(
+                {"init": INIT_OK, "trainer": StepState("Failed", [Pod("node-0-0", "Failed", 143)])},
+                phase="Failed",
+                shutdown="Stop",
+                stopped_for="suspend",
+            )
+        ],
+        {},
+        id="stopped-for-suspend-is-not-a-failure",
+    ),
+]
+
+
+@pytest.mark.parametrize(("workflows", "expected"), CASES)
+def test_conditions_from_workflows(workflows: list[dict], expected: dict) -> None:
+    assert conds(rollup(tj_with(workflows), NOW)) == expected
+
+
+SUSPEND_CASES = [
+    pytest.param(
+        True, [], {"Suspended": ("True", "Suspended", "TrainJob is suspended")}, id="suspend"
+    ),
+    pytest.param(
+        False,
+        [
+            {
+                "type": "Suspended",
+                "status": "True",
+                "reason": "Suspended",
+                "message": "TrainJob is suspended",
+                "lastTransitionTime": T0,
+            }
+        ],
+        {"Suspended": ("False", "Resumed", "TrainJob is resumed")},
+        id="resume",
+    ),
+    pytest.param(False, [], {}, id="never-suspended-no-condition"),
+]
+
+
+@pytest.mark.parametrize(("suspend", "current", "expected"), SUSPEND_CASES)
+def test_suspended_condition(suspend: bool, current: list, expected: dict) -> None:
+    obs = Observed(trainjob(suspend=suspend, conditions=current))
+    assert conds(rollup(obs, NOW)) == expected
+
+
+DEADLINE_CASES = [
+    pytest.param(
+        60,
+        False,
+        [],
+        {"Failed": ("True", "DeadlineExceeded", "TrainJob exceeded its active deadline")},
+        id="exceeded",
+    ),
+    pytest.param(600, False, [], {}, id="not-yet"),
+    pytest.param(
+        60,
+        True,
+        [],
+        {"Suspended": ("True", "Suspended", "TrainJob is suspended")},
+        id="suspended-clock-stops",
+    ),
+    pytest.param(
+        120,
+        False,
+        [
+            {
+                "type": "Suspended",
+                "status": "False",
+                "reason": "Resumed",
+                "message": "TrainJob is resumed",
+                "lastTransitionTime": "2026-11-01T10:04:00Z",
+            }
+        ],
+        {"Suspended": ("False", "Resumed", "TrainJob is resumed")},
+        id="clock-resets-on-resume",
+    ),
+]
+
+
+@pytest.mark.parametrize(("deadline", "suspend", "current", "expected"), DEADLINE_CASES)
+def test_deadline(deadline: int, suspend: bool, current: list, expected: dict) -> None:
+    obs = Observed(trainjob(deadline=deadline, suspend=suspend, conditions=current))
+    assert conds(rollup(obs, NOW)) == expected
+
+
+def test_deadline_requeue_time() -> None:
+    status = rollup(Observed(trainjob(deadline=600)), NOW)
+    assert status.deadline == datetime(2026, 11, 1, 10, 0, tzinfo=timezone.utc) + timedelta(
+        seconds=600
+    )
+
+
+def test_finished_trainjob_is_left_alone() -> None:
+    done = [
+        {
+            "type": "Failed",
+            "status": "True",
+            "reason": "TrainingRuntimeNotFound",
+            "message": "x",
+            "lastTransitionTime": T0,
+        }
+    ]
+    wf = workflow({"init": INIT_OK}, phase="Succeeded")
+    status = rollup(Observed(trainjob(conditions=done), (wf,)), NOW)
+    assert status.conditions == done
+
+
+def test_conditions_keep_order_and_transition_time() -> None:
+    current = [
+        {
+            "type": "Suspended",
+            "status": "False",
+            "reason": "Resumed",
+            "message": "TrainJob is resumed",
+            "lastTransitionTime": T0,
+        }
+    ]
+    wf = workflow({"init": INIT_OK}, phase="Succeeded")
+    status = rollup(
+        Observed(trainjob(conditions=current, annotations={"trainweave.io/attempts": "1"}), (wf,)),
+        NOW,
+    )
+    assert [c["type"] for c in status.conditions] == [
+        "Suspended",
+        "Complete",
+    ]  # State column = last
+    assert status.conditions[0]["lastTransitionTime"] == T0
+    assert status.conditions[1]["lastTransitionTime"] == "2026-11-01T10:05:00Z"
+
+
+def test_workflow_of_another_trainjob_incarnation_is_ignored() -> None:
+    wf = workflow({"init": INIT_OK}, phase="Succeeded", owner_uid="old-uid")
+    assert conds(rollup(Observed(trainjob(), (wf,)), NOW)) == {}
+
+
+def test_argo_upstream_fixture_exit_code_from_last_retry_child() -> None:
+    doc = yaml.safe_load((FIXTURES / "dag-exhausted-retries-xfail.yaml").read_text())
+    v = view(doc)
+    assert v.steps["sub-dag1"].phase == "Failed"
+    failed = v.steps["sub-dag1"].failed_pod
+    assert failed is not None and (failed.slot, failed.exit_code, failed.attempts) == ("fail", 1, 2)
+    assert v.failure()[0] == "sub-dag1"
+    assert v.steps["success2"].phase == "Omitted"
+
+
+def test_compressed_nodes_decode_like_plain() -> None:
+    steps = {"init": INIT_OK}
+    plain = workflow(steps)["status"]
+    packed = workflow(steps, compressed=True)["status"]
+    assert decode_nodes(packed) == decode_nodes(plain)
+    assert decode_nodes({"offloadNodeStatusVersion": "abc"}) is None
+
+
+JOBS_CASES = [
+    pytest.param(
+        [
+            pod("ft", "init", "init-0-0", "Failed", attempt=0, created="2026-11-01T10:00:00Z"),
+            pod("ft", "init", "init-0-0", "Succeeded", attempt=1, created="2026-11-01T10:01:00Z"),
+        ],
+        {"init": (0, 1, 0, 0, 0), "trainer": (0, 0, 0, 0, 0)},
+        id="retried-pod-counts-last-attempt",
+    ),
+    pytest.param(
+        [
+            pod("ft", "trainer", "node-0-0", "Running", ready=True),
+            pod("ft", "trainer", "node-0-1", "Running"),
+            pod("ft", "trainer", "node-0-2", "Pending", gated=True),
+        ],
+        {"init": (0, 0, 0, 0, 0), "trainer": (1, 0, 0, 2, 1)},
+        id="ready-active-gated",
+    ),
+    pytest.param(
+        [pod("ft", "trainer", "node-0-0", "Failed")],
+        {"init": (0, 0, 0, 0, 0), "trainer": (0, 0, 1, 0, 0)},
+        id="failed",
+    ),
+    pytest.param(
+        [
+            pod("ft-r1", "init", "init-0-0", "Failed", wf_attempt=1),
+            pod("ft", "init", "init-0-0", "Succeeded"),
+        ],
+        {"init": (0, 0, 1, 0, 0), "trainer": (0, 0, 0, 0, 0)},
+        id="only-current-attempt",
+    ),
+]
+
+
+@pytest.mark.parametrize(("pods", "expected"), JOBS_CASES)
+def test_jobs_status(pods: list[dict], expected: dict) -> None:
+    steps = {"init": StepState("Running"), "trainer": StepState("")}
+    wfs = [workflow(steps)]
+    attempts = "1"
+    if any(p["metadata"]["labels"]["workflows.argoproj.io/workflow"] == "ft-r1" for p in pods):
+        wfs.append(workflow(steps, attempt=1))
+        attempts = "2"
+    obs = Observed(
+        trainjob(annotations={"trainweave.io/attempts": attempts}), tuple(wfs), tuple(pods)
+    )
+    got = {
+        j["name"]: (j["ready"], j["succeeded"], j["failed"], j["active"], j["suspended"])
+        for j in jobs_status(obs)
+    }
+    assert got == expected
