@@ -1,0 +1,28 @@
+"""Rendered Workflows validate against Argo's Workflow CRD schema (pinned module version)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from tests.unit.test_examples import NAMES, render_example
+
+pytestmark = pytest.mark.schema
+
+
+def _errors(validator: Any, doc: Any) -> list[str]:
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_example_workflow_is_schema_valid(workflow_validator: Any, name: str) -> None:
+    assert _errors(workflow_validator, render_example(name)[0]) == []
+
+
+def test_schema_catches_a_bad_retry_policy(workflow_validator: Any) -> None:
+    workflow = copy.deepcopy(render_example("torch-distributed")[0])
+    node = next(t for t in workflow["spec"]["templates"] if t["name"] == "node")
+    node["retryStrategy"]["retryPolicy"] = "Sometimes"
+    assert any("Sometimes" in e for e in _errors(workflow_validator, workflow))
