@@ -10,11 +10,13 @@ reports every unknown or mistyped field by its path, so a misspelt
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from functools import cache
+from importlib import metadata
+from pathlib import Path
 from typing import Any
-
-from kubernetes import client as k8s
 
 from trainweave import quantity
 from trainweave.errors import InputError
@@ -33,11 +35,63 @@ _SCALARS: dict[str, tuple[type, ...]] = {
 }
 
 
-@cache
+ROOTS = ("V1JobTemplateSpec", "V1PersistentVolumeClaim", "V1PodSpec")
+Table = dict[str, dict[str, tuple[str, str]]]
+
+
 def _fields(type_name: str) -> dict[str, tuple[str, str]]:
     """Wire name -> (python attribute, type string) for one client model class."""
-    cls = getattr(k8s, type_name)
-    return {wire: (attr, cls.openapi_types[attr]) for attr, wire in cls.attribute_map.items()}
+    return _table()[type_name]
+
+
+@cache
+def _table() -> Table:
+    """Field tables of every model reachable from ROOTS.
+
+    Importing ``kubernetes.client`` costs ~0.5 s, too much for ``trainweave render``; the tables
+    are cached as JSON per installed ``kubernetes`` version under the user cache folder.
+    """
+    version = metadata.version("kubernetes")
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    path = base / "trainweave" / "k8s-fields" / f"kubernetes-{version}.json"
+    try:
+        loaded: Table = {
+            k: {w: (a, t) for w, (a, t) in v.items()}
+            for k, v in json.loads(path.read_text()).items()
+        }
+        return loaded
+    except (OSError, ValueError):
+        table = build_table()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(table))
+        tmp.replace(path)
+    except OSError:
+        pass  # a read-only home only costs the import time
+    return table
+
+
+def build_table() -> Table:
+    """Walk the ``kubernetes`` client's models from ROOTS and record their fields."""
+    from kubernetes import client as k8s
+
+    table: Table = {}
+    todo = list(ROOTS)
+    while todo:
+        name = todo.pop()
+        if name in table or name in _SCALARS:
+            continue
+        cls = getattr(k8s, name)
+        table[name] = {
+            wire: (attr, cls.openapi_types[attr]) for attr, wire in cls.attribute_map.items()
+        }
+        for _, type_name in table[name].values():
+            inner = _DICT.sub(r"\1", _LIST.sub(r"\1", type_name))
+            inner = _DICT.sub(r"\1", _LIST.sub(r"\1", inner))
+            if inner not in _SCALARS:
+                todo.append(inner)
+    return table
 
 
 def check(value: Any, type_name: str, path: str, reason: Reason) -> list[InputError]:
