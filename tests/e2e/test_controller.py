@@ -1,0 +1,503 @@
+"""The controller on the real control plane: TrainJob in, Workflow + Kueue, status back.
+
+Each test runs `trainweave controller` as a subprocess scoped to the test's namespace
+(its Lease lives there too), applies the llm-finetune example (examples/llm-finetune/,
+made to fit kwok: queue names of tests/e2e/manifests/queues.yaml, small requests, no
+PVC since kwok has no storage provisioner) and waits on conditions with deadlines.
+Pod outcomes come from the kwok stage knobs `trainweave.test/exit-code[.N]` and
+`trainweave.test/duration` set on the runtime's pod templates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import urllib.request
+import venv
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .kube import ARGO, KUEUE, Kube, condition, default_kubeconfig, load_manifest, wait_until
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+TRAINER = ("trainer.kubeflow.org", "v1alpha1")
+RJOBS = ("dataset-initializer", "model-initializer", "node", "model-exporter")
+Json = dict[str, Any]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ControllerProc:
+    """One `trainweave controller` process."""
+
+    def __init__(self, namespace: str, identity: str) -> None:
+        self.port = free_port()
+        self.identity = identity
+        self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"tw-ctl-{namespace}-{identity}.log"
+        cmd = [
+            sys.executable, "-m", "trainweave.cli", "controller",
+            "--kubeconfig", str(default_kubeconfig()), "--namespace", namespace,
+            "--lease-namespace", namespace, "--identity", identity,
+            "--bind", f"127.0.0.1:{self.port}", "--log-level", "DEBUG",
+        ]  # fmt: skip
+        self.proc = subprocess.Popen(cmd, stdout=self.log.open("w"), stderr=subprocess.STDOUT)
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=2) as r:
+                return r.status, r.read().decode()
+        except OSError:
+            return 0, ""
+
+    def metric(self, name: str) -> float:
+        _, text = self.get("/metrics")
+        return sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith(name) and not line.startswith("#")
+        )
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(20)
+
+
+@pytest.fixture
+def start_controller(namespace: str) -> Iterator[Callable[[str], ControllerProc]]:
+    procs: list[ControllerProc] = []
+
+    def start(identity: str = "a") -> ControllerProc:
+        p = ControllerProc(namespace, identity)
+        procs.append(p)
+        wait_until("controller /healthz", lambda: p.get("/healthz")[0] == 200, timeout=30)
+        return p
+
+    yield start
+    for p in procs:
+        p.stop(signal.SIGKILL)
+
+
+@pytest.fixture
+def controller(start_controller: Callable[[str], ControllerProc]) -> ControllerProc:
+    ctl = start_controller("a")
+    wait_until("controller ready", lambda: ctl.get("/readyz")[0] == 200, timeout=60)
+    return ctl
+
+
+@pytest.fixture
+def queues(kube: Kube, namespace: str) -> Callable[[str], None]:
+    def make(gpu_quota: str = "16") -> None:
+        for obj in load_manifest("queues.yaml", NS=namespace, GPU_QUOTA=gpu_quota):
+            ns = namespace if obj["kind"] == "LocalQueue" else None
+            plural = "clusterqueues" if obj["kind"] == "ClusterQueue" else "localqueues"
+            kube.create(KUEUE, plural, obj, ns)
+
+    return make
+
+
+def example(
+    ns: str,
+    name: str = "ft",
+    *,
+    codes: dict[str, list[int]] | None = None,
+    duration: str = "1s",
+    durations: dict[str, str] | None = None,
+    max_restarts: int = 0,
+    deadline: int | None = None,
+    suspend: bool = False,
+    nodes: int = 2,
+    gpus: int = 1,
+    runtime_name: str = "llm-finetune",
+) -> tuple[Json, Json]:
+    """The llm-finetune example in ``ns``, sized for kwok, with pod outcome knobs."""
+    tj = yaml.safe_load((ROOT / "examples/llm-finetune/trainjob.yaml").read_text())
+    rt = yaml.safe_load((ROOT / "examples/llm-finetune/runtime.yaml").read_text())
+    tj["metadata"] = {"name": name, "namespace": ns}
+    rt["metadata"]["namespace"] = ns
+    rt["metadata"]["name"] = runtime_name
+    tj["spec"]["runtimeRef"]["name"] = "llm-finetune"
+    for init in ("dataset", "model"):
+        tj["spec"]["initializer"][init].pop("secretRef", None)
+    spec = rt["spec"]["template"]["spec"]
+    spec.pop("volumeClaimPolicies", None)
+    if max_restarts:
+        spec["failurePolicy"] = {"maxRestarts": max_restarts}
+    for rjob in spec["replicatedJobs"]:
+        meta = rjob["template"]["metadata"]
+        queue = meta["labels"]["kueue.x-k8s.io/queue-name"]
+        meta["labels"]["kueue.x-k8s.io/queue-name"] = queue.removesuffix("-queue")
+        pod = rjob["template"]["spec"]["template"]
+        for c in pod["spec"]["containers"]:
+            c.pop("volumeMounts", None)
+            if "resources" in c:
+                c["resources"] = {"requests": {"cpu": "1", "memory": "1Gi"}}
+        ann = pod.setdefault("metadata", {}).setdefault("annotations", {})
+        ann["trainweave.test/duration"] = (durations or {}).get(rjob["name"], duration)
+        ann["trainweave.test/attempt"] = "{{retries}}"
+        for i, code in enumerate((codes or {}).get(rjob["name"], [])):
+            ann[f"trainweave.test/exit-code.{i}"] = str(code)
+    tj["spec"]["trainer"]["numNodes"] = nodes
+    gpu = {"nvidia.com/gpu": str(gpus)}
+    tj["spec"]["trainer"]["resourcesPerNode"] = {
+        "requests": {"cpu": "1", "memory": "1Gi", **gpu},
+        "limits": gpu,
+    }
+    if deadline:
+        tj["spec"]["activeDeadlineSeconds"] = deadline
+    else:
+        tj["spec"].pop("activeDeadlineSeconds", None)
+    if suspend:
+        tj["spec"]["suspend"] = True
+    return tj, rt
+
+
+def apply(kube: Kube, ns: str, tj: Json, rt: Json | None) -> None:
+    if rt is not None:
+        kube.create(TRAINER, "trainingruntimes", rt, ns)
+    kube.create(TRAINER, "trainjobs", tj, ns)
+
+
+def trainjob(kube: Kube, ns: str, name: str = "ft") -> Json:
+    return kube.custom.get_namespaced_custom_object(*TRAINER, ns, "trainjobs", name)  # type: ignore[no-any-return]
+
+
+def wait_condition(kube: Kube, ns: str, ctype: str, timeout: float = 180, name: str = "ft") -> Json:
+    def ok() -> Json | None:
+        tj = trainjob(kube, ns, name)
+        c = condition(tj, ctype)
+        return tj if c and c.get("status") == "True" else None
+
+    return wait_until(f"TrainJob {name} {ctype}", ok, timeout=timeout)
+
+
+def workflows(kube: Kube, ns: str) -> list[Json]:
+    return kube.list(ARGO, "workflows", ns)  # type: ignore[no-any-return]
+
+
+def test_llm_finetune_completes(
+    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
+) -> None:
+    queues()
+    apply(kube, namespace, *example(namespace))
+    tj = wait_condition(kube, namespace, "Complete")
+    cond = condition(tj, "Complete")
+    assert cond is not None and cond["reason"] == "AllJobsCompleted"
+    jobs = {j["name"]: j for j in tj["status"]["jobsStatus"]}
+    assert set(jobs) == set(RJOBS)
+    assert jobs["node"]["succeeded"] == 2 and jobs["dataset-initializer"]["succeeded"] == 1
+    assert all(j["failed"] == j["active"] == 0 for j in jobs.values())
+    quota = json.loads(tj["metadata"]["annotations"]["trainweave.io/quota"])
+    steps = {s["step"]: s for s in quota["steps"]}
+    assert set(steps) == set(RJOBS)
+    assert steps["node"]["clusterQueue"] == f"{namespace}-gpu"
+    assert steps["node"]["usage"]["nvidia.com/gpu"] == "2"
+    assert steps["node"]["resourceSeconds"]["nvidia.com/gpu"] > 0
+    assert [w["metadata"]["name"] for w in workflows(kube, namespace)] == ["ft"]
+    assert controller.metric("trainweave_step_admission_wait_seconds_count") >= 4
+    out = subprocess.run(
+        [sys.executable, "-m", "trainweave.cli", "status", "ft", "-n", namespace,
+         "--kubeconfig", str(default_kubeconfig())],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "model-exporter" in out.stdout and "GPU-hours" in out.stdout
+
+
+def test_permanent_exit_code_fails_naming_step_and_code(
+    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
+) -> None:
+    queues()
+    apply(kube, namespace, *example(namespace, codes={"node": [1]}))
+    tj = wait_condition(kube, namespace, "Failed")
+    cond = condition(tj, "Failed")
+    assert cond is not None and cond["reason"] == "FailedJobs"
+    assert "'node'" in cond["message"] and "exit code 1" in cond["message"]
+    # Argo gave up: the trainer's pod group no longer holds GPU quota
+    wait_until("trainer Workload released", lambda: _workload_done(kube, namespace, "ft-node-a0"))
+
+
+def _workload_done(kube: Kube, ns: str, name: str) -> bool:
+    wl = kube.workload(ns, name)
+    if wl is None:
+        return True
+    c = condition(wl, "Finished")
+    return bool(c and c.get("status") == "True")
+
+
+def test_retryable_exit_code_recovers(
+    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
+) -> None:
+    queues()
+    apply(kube, namespace, *example(namespace, nodes=1, codes={"node": [137, 0]}))
+    tj = wait_condition(kube, namespace, "Complete")
+    jobs = {j["name"]: j for j in tj["status"]["jobsStatus"]}
+    assert (jobs["node"]["succeeded"], jobs["node"]["failed"]) == (1, 0)
+
+
+def test_max_restarts_then_reached_max_restarts(
+    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
+) -> None:
+    queues()
+    apply(
+        kube,
+        namespace,
+        *example(namespace, nodes=1, max_restarts=2, codes={"model-exporter": [2, 2, 2, 2]}),
+    )
+    tj = wait_condition(kube, namespace, "Failed", timeout=400)
+    cond = condition(tj, "Failed")
+    assert cond is not None and cond["reason"] == "ReachedMaxRestarts", cond
+    assert tj["metadata"]["annotations"]["trainweave.io/attempts"] == "3"
+    names = sorted(w["metadata"]["name"] for w in workflows(kube, namespace))
+    assert names == ["ft", "ft-r1", "ft-r2"]
+
+
+def test_suspend_then_resume_continues_from_interrupted_step(
+    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
+) -> None:
+    queues()
+    apply(kube, namespace, *example(namespace, nodes=1, durations={"node": "20s"}))
+    wait_until(
+        "trainer running", lambda: _phase_pods(kube, namespace, "node", "Running"), timeout=120
+    )
+    kube.custom.patch_namespaced_custom_object(
+        *TRAINER, namespace, "trainjobs", "ft", {"spec": {"suspend": True}}
+    )
+    wait_condition(kube, namespace, "Suspended")
+    # the running step's quota is freed: its Workload is deleted and its pods are gone
+    wait_until(
+        "trainer Workload deleted",
+        lambda: kube.workload(namespace, "ft-node-a0") is None,
+        timeout=90,
+    )
+    cq = kube.custom.get_cluster_custom_object(*KUEUE, "clusterqueues", f"{namespace}-gpu")
+    assert _reserved(cq, "nvidia.com/gpu") == 0
+    kube.custom.patch_namespaced_custom_object(
+        *TRAINER, namespace, "trainjobs", "ft", {"spec": {"suspend": False}}
+    )
+    tj = wait_condition(kube, namespace, "Complete", timeout=180)
+    susp = condition(tj, "Suspended")
+    assert susp is not None and (susp["status"], susp["reason"]) == ("False", "Resumed")
+    names = sorted(w["metadata"]["name"] for w in workflows(kube, namespace))
+    assert names == ["ft", "ft-s1"]
+    resumed = kube.workflow(namespace, "ft-s1")
+    tasks = [t["name"] for t in resumed["spec"]["templates"] if t["name"] == "main"]
+    assert tasks  # the initializers were not re-run:
+    main = next(t for t in resumed["spec"]["templates"] if t["name"] == "main")
+    assert [t["name"] for t in main["dag"]["tasks"]] == ["node", "model-exporter"]
+
+
+def _phase_pods(kube: Kube, ns: str, rjob: str, phase: str) -> bool:
+    pods = kube.pods(ns, f"trainweave.io/replicated-job={rjob}")
+    return any(p.status.phase == phase for p in pods)
+
+
+def _reserved(cq: Json, resource: str) -> float:
+    total = 0.0
+    for fl in (cq.get("status") or {}).get("flavorsReservation") or []:
+        for r in fl.get("resources") or []:
+            if r["name"] == resource:
+                total += float(str(r["total"]))
+    return total
+
+
+def test_deadline_fails_and_stops_workflow(
+    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
+) -> None:
+    queues()
+    apply(kube, namespace, *example(namespace, nodes=1, deadline=15, durations={"node": "300s"}))
+    tj = wait_condition(kube, namespace, "Failed", timeout=120)
+    cond = condition(tj, "Failed")
+    assert cond is not None
+    assert (cond["reason"], cond["message"]) == (
+        "DeadlineExceeded",
+        "TrainJob exceeded its active deadline",
+    )
+    wait_until(
+        "workflow stopped", lambda: kube.workflow(namespace, "ft")["spec"].get("shutdown") == "Stop"
+    )
+    wait_until(
+        "trainer Workload released",
+        lambda: _workload_done(kube, namespace, "ft-node-a0"),
+        timeout=60,
+    )
+    assert [w["metadata"]["name"] for w in workflows(kube, namespace)] == ["ft"]  # never retried
+
+
+def test_deleting_trainjob_cleans_up(
+    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
+) -> None:
+    queues()
+    apply(kube, namespace, *example(namespace, nodes=1, durations={"node": "300s"}))
+    wait_until(
+        "trainer running", lambda: _phase_pods(kube, namespace, "node", "Running"), timeout=120
+    )
+    kube.custom.delete_namespaced_custom_object(*TRAINER, namespace, "trainjobs", "ft")
+    wait_until("workflows gone", lambda: not workflows(kube, namespace), timeout=90)
+    wait_until(
+        "pods gone", lambda: not kube.pods(namespace, "trainweave.io/trainjob=ft"), timeout=120
+    )
+    wait_until("workloads gone", lambda: not kube.list(KUEUE, "workloads", namespace), timeout=120)
+
+
+def test_missing_runtime_fails_with_reason(
+    kube: Kube, namespace: str, controller: ControllerProc
+) -> None:
+    tj, _ = example(namespace)
+    apply(kube, namespace, tj, None)
+    got = wait_condition(kube, namespace, "Failed", timeout=60)
+    cond = condition(got, "Failed")
+    assert cond is not None and cond["reason"] == "TrainingRuntimeNotFound"
+    assert "spec.runtimeRef.name" in cond["message"]
+    assert workflows(kube, namespace) == []
+
+
+def test_controller_killed_mid_pipeline_resumes_without_duplicates(
+    kube: Kube, namespace: str, queues: Any, start_controller: Callable[[str], ControllerProc]
+) -> None:
+    queues()
+    first = start_controller("a")
+    apply(kube, namespace, *example(namespace, nodes=1, durations={"node": "10s"}))
+    wait_until(
+        "trainer running", lambda: _phase_pods(kube, namespace, "node", "Running"), timeout=120
+    )
+    first.stop(signal.SIGKILL)
+    second = start_controller("b")  # takes over once the killed leader's Lease expires
+    tj = wait_condition(kube, namespace, "Complete", timeout=180)
+    assert [w["metadata"]["name"] for w in workflows(kube, namespace)] == ["ft"]
+    assert tj["metadata"]["annotations"]["trainweave.io/attempts"] == "1"
+    assert second.proc.poll() is None
+
+
+def test_two_replicas_one_leader(
+    kube: Kube, namespace: str, start_controller: Callable[[str], ControllerProc]
+) -> None:
+    a, b = start_controller("a"), start_controller("b")
+
+    def holder() -> str | None:
+        from kubernetes import client
+
+        try:
+            obj = client.CoordinationV1Api(kube.api).read_namespaced_lease(
+                "trainweave-controller", namespace
+            )
+        except client.ApiException:
+            return None
+        return obj.spec.holder_identity or None
+
+    leader = wait_until("a leader", holder, timeout=30)
+    follower = b if leader == "a" else a
+    for _ in range(3):  # the Lease stays with one holder while both run
+        assert wait_until("lease held", holder, timeout=10) == leader
+    assert follower.metric("trainweave_reconciles_total") == 0
+
+
+def test_gpu_queue_saturated_trainer_waits_without_holding_gpus(
+    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
+) -> None:
+    queues("2")
+    for i in range(1):  # a blocker pod group holding both GPUs
+        pod = load_manifest(
+            "pod-group.yaml", NS=namespace, GROUP="blocker", INDEX=str(i), QUEUE="gpu", COUNT="1"
+        )
+        pod["spec"]["containers"][0]["resources"] = {
+            "requests": {"cpu": "1"},
+            "limits": {"nvidia.com/gpu": "2"},
+        }
+        kube.core.create_namespaced_pod(namespace, pod)
+    wait_until("blocker admitted", lambda: _reserved(_cq(kube, namespace), "nvidia.com/gpu") == 2)
+    apply(kube, namespace, *example(namespace, nodes=2, gpus=1))
+
+    def trainer_waiting() -> Json | None:
+        wl = kube.workload(namespace, "ft-node-a0")
+        c = condition(wl, "QuotaReserved") if wl else None
+        return wl if c and c.get("status") == "False" else None
+
+    wait_until("trainer Workload pending", trainer_waiting, timeout=120)
+    tj = trainjob(kube, namespace)
+    jobs = {j["name"]: j for j in tj["status"]["jobsStatus"]}
+    assert (
+        jobs["dataset-initializer"]["succeeded"] == 1
+        and jobs["model-initializer"]["succeeded"] == 1
+    )
+    assert _reserved(_cq(kube, namespace), "nvidia.com/gpu") == 2  # only the blocker's
+    events = kube.core.list_namespaced_event(
+        namespace, field_selector="involvedObject.name=ft"
+    ).items
+    assert any(e.reason == "StepWaitingForQuota" and "queue gpu" in e.message for e in events)
+    kube.core.delete_namespaced_pod("blocker-0", namespace)
+    kube.delete(KUEUE, "workloads", "blocker", namespace)
+    wait_condition(kube, namespace, "Complete", timeout=180)
+
+
+def _cq(kube: Kube, ns: str) -> Json:
+    return kube.custom.get_cluster_custom_object(*KUEUE, "clusterqueues", f"{ns}-gpu")  # type: ignore[no-any-return]
+
+
+# --- Kubeflow SDK ---------------------------------------------------------------------------
+# kubeflow==0.5.0 pins kubernetes<36 (trainweave allows >=31,<38): it runs in its own virtualenv,
+# created once under the user cache dir, driven by a small script.
+SDK = "kubeflow==0.5.0"
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    from kubeflow.trainer import TrainerClient
+    from kubeflow.common.types import KubernetesBackendConfig
+    ns, kubeconfig, name = sys.argv[1:4]
+    c = TrainerClient(KubernetesBackendConfig(namespace=ns, config_file=kubeconfig))
+    job = c.wait_for_job_status(name, status={"Complete"}, timeout=240, polling_interval=2)
+    jobs = c.list_jobs()
+    got = c.get_job(name)
+    print(json.dumps({
+        "waited": job.status,
+        "listed": [j.name for j in jobs],
+        "status": got.status,
+        "steps": sorted(s.name for s in got.steps),
+        "num_nodes": got.num_nodes,
+    }))
+    """
+)
+
+
+def sdk_python() -> Path:
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    env = cache / "trainweave" / "sdk-venv-kubeflow-0.5.0"
+    py = env / "bin" / "python"
+    if not (env / ".installed").exists():
+        venv.create(env, with_pip=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", SDK], check=True, timeout=600)
+        (env / ".installed").touch()
+    return py
+
+
+def test_kubeflow_sdk_sees_trainweave_trainjobs(
+    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
+) -> None:
+    py = sdk_python()
+    queues()
+    apply(kube, namespace, *example(namespace, nodes=2))
+    out = subprocess.run(
+        [str(py), "-c", SCRIPT, namespace, str(default_kubeconfig()), "ft"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["waited"] == "Complete" and got["status"] == "Complete"
+    assert got["listed"] == ["ft"]
+    assert {"dataset-initializer", "model-initializer", "node-0", "node-1"} <= set(got["steps"])
+    assert got["num_nodes"] == 2
+    wait_condition(kube, namespace, "Complete")
