@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv example test unit lint typecheck bench
+.PHONY: venv example test unit lint typecheck bench linktree
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,17 +24,19 @@ test: lint typecheck unit e2e
 unit: venv
 	$(PY) -m pytest -q
 
-lint: venv
+lint: venv linktree
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/lint-imports
+	cd .cache/typecheck && PYTHONPATH=. ../../$(VENV)/bin/lint-imports --config ../../pyproject.toml
 
-# mypy cannot follow setuptools' package-dir mapping, so give it a tree of links
-# in which adapters/, integrations/ and workflows/ sit inside trainweave/.
-typecheck: venv
+# mypy and import-linter cannot follow setuptools' package-dir mapping, so give them a tree
+# of links in which adapters/, integrations/ and workflows/ sit inside trainweave/.
+linktree:
 	rm -rf .cache/typecheck && mkdir -p .cache/typecheck/trainweave
 	for f in trainweave/*; do ln -s "$$PWD/$$f" .cache/typecheck/trainweave/; done
 	for d in adapters integrations workflows; do ln -s "$$PWD/$$d" .cache/typecheck/trainweave/$$d; done
+
+typecheck: venv linktree
 	cd .cache/typecheck && ../../$(VENV)/bin/mypy --config-file ../../pyproject.toml -p trainweave
 
 include hack/cluster.mk

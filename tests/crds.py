@@ -15,7 +15,9 @@ from typing import Any
 
 import yaml
 
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "trainweave" / "crd-schemas"
+CACHE = (
+    Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "trainweave" / "crd-schemas"
+)
 
 
 def module_dir(module: str, version: str) -> Path:

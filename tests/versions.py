@@ -8,7 +8,9 @@ _ENV = Path(__file__).parents[1] / "hack" / "versions.env"
 PINS = {
     key: value
     for key, _, value in (
-        line.partition("=") for line in _ENV.read_text().splitlines() if line and not line.startswith("#")
+        line.partition("=")
+        for line in _ENV.read_text().splitlines()
+        if line and not line.startswith("#")
     )
 }
 ARGO_MODULE = "github.com/argoproj/argo-workflows/v4"

@@ -93,7 +93,9 @@ def _shared_backoff(rt: RuntimeBuilder, tj: Json) -> None:
 
 
 def _waves(rt: RuntimeBuilder, tj: Json) -> None:
-    rt.job("node")["template"]["metadata"]["labels"].pop("trainer.kubeflow.org/trainjob-ancestor-step")
+    rt.job("node")["template"]["metadata"]["labels"].pop(
+        "trainer.kubeflow.org/trainjob-ancestor-step"
+    )
     rt.job_spec("node").update(parallelism=1, completions=4)
 
 
@@ -103,7 +105,12 @@ def _two_containers(rt: RuntimeBuilder, tj: Json) -> None:
 
 def _exit_code_container(rt: RuntimeBuilder, tj: Json) -> None:
     rt.job_spec("node")["podFailurePolicy"] = {
-        "rules": [{"action": "FailJob", "onExitCodes": {"containerName": "sidecar", "operator": "In", "values": [1]}}]
+        "rules": [
+            {
+                "action": "FailJob",
+                "onExitCodes": {"containerName": "sidecar", "operator": "In", "values": [1]},
+            }
+        ]
     }
 
 
@@ -113,33 +120,148 @@ def _torchtune(rt: RuntimeBuilder, tj: Json) -> None:
 
 def _patch_unknown_job(rt: RuntimeBuilder, tj: Json) -> None:
     tj["spec"]["runtimePatches"] = [
-        {"manager": "example.com/x", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{"name": "nope"}]}}}}
+        {
+            "manager": "example.com/x",
+            "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{"name": "nope"}]}}},
+        }
     ]
 
 
 CASES: list[tuple[str, Callable[[RuntimeBuilder, Json], None], list[str]]] = [
-    ("unknown-runtime", _unknown_runtime, ["TJ: spec.runtimeRef: no TrainingRuntime named 'missing' in RT"]),
-    ("dependsOn-unknown", _unknown_dep, [f"RT: {RJ}[0].dependsOn[0].name: names unknown replicatedJob 'tokenizer'"]),
-    ("dependsOn-later", _later_dep, [f"RT: {RJ}[0].dependsOn[0].name: names 'exporter', which is listed after 'node'; a replicatedJob may only depend on jobs listed before it"]),
-    ("dependsOn-cycle", _cycle, [f"RT: {RJ}[0].dependsOn: forms a cycle: node -> exporter -> node"]),
-    ("initializer-without-job", _init_without_job, ["TJ: spec.initializer.dataset: is set but the runtime has no replicatedJob 'dataset-initializer'"]),
-    ("initializer-without-mount", _init_without_mount, ["TJ: spec.initializer.model: is set but the runtime's 'model-initializer' job lacks a 'model-initializer' container with a volumeMount named 'initializer'"]),
+    (
+        "unknown-runtime",
+        _unknown_runtime,
+        ["TJ: spec.runtimeRef: no TrainingRuntime named 'missing' in RT"],
+    ),
+    (
+        "dependsOn-unknown",
+        _unknown_dep,
+        [f"RT: {RJ}[0].dependsOn[0].name: names unknown replicatedJob 'tokenizer'"],
+    ),
+    (
+        "dependsOn-later",
+        _later_dep,
+        [
+            f"RT: {RJ}[0].dependsOn[0].name: names 'exporter', which is listed after 'node'; a replicatedJob may only depend on jobs listed before it"
+        ],
+    ),
+    (
+        "dependsOn-cycle",
+        _cycle,
+        [f"RT: {RJ}[0].dependsOn: forms a cycle: node -> exporter -> node"],
+    ),
+    (
+        "initializer-without-job",
+        _init_without_job,
+        [
+            "TJ: spec.initializer.dataset: is set but the runtime has no replicatedJob 'dataset-initializer'"
+        ],
+    ),
+    (
+        "initializer-without-mount",
+        _init_without_mount,
+        [
+            "TJ: spec.initializer.model: is set but the runtime's 'model-initializer' job lacks a 'model-initializer' container with a volumeMount named 'initializer'"
+        ],
+    ),
     ("numNodes-zero", _num_nodes, ["TJ: spec.trainer.numNodes: must be at least 1, got 0"]),
-    ("storageUri", _storage_uri, ["TJ: spec.initializer.dataset.storageUri: 'just-a-path' must be a URI of the form scheme://path (e.g. hf://org/name)"]),
-    ("quantity", _quantity, ["TJ: spec.trainer.resourcesPerNode.limits.nvidia.com/gpu: '8 GPUs' is not a quantity"]),
-    ("name-too-long", _long_name, [f"TJ: metadata.name: '{'a' * 58}' gives pod hostname '{'a' * 58}-node-0-0' (67 characters); a hostname may have at most 63: shorten the TrainJob name"]),
-    ("untranslatable-job-field", _job_field, [f"RT: {RJ}[0].template.spec.maxFailedIndexes: is not supported: Argo has no cross-pod failed-index budget"]),
-    ("step-without-queue", _no_queue, [f"RT: {RJ}[0].template.metadata.labels: step 'node' has no queue: set label kueue.x-k8s.io/queue-name there, annotation queue.trainweave.io/node on the TrainJob, or a default queue"]),
-    ("reserved-env", _reserved_env, ["TJ: spec.trainer.env[0].name: PET_MASTER_ADDR is reserved: the runtime's mlPolicy sets it"]),
-    ("not-a-trainjob", _not_a_trainjob, ["TJ: kind: expected trainer.kubeflow.org/v1alpha1 TrainJob, got kubeflow.org/v1 PyTorchJob"]),
+    (
+        "storageUri",
+        _storage_uri,
+        [
+            "TJ: spec.initializer.dataset.storageUri: 'just-a-path' must be a URI of the form scheme://path (e.g. hf://org/name)"
+        ],
+    ),
+    (
+        "quantity",
+        _quantity,
+        ["TJ: spec.trainer.resourcesPerNode.limits.nvidia.com/gpu: '8 GPUs' is not a quantity"],
+    ),
+    (
+        "name-too-long",
+        _long_name,
+        [
+            f"TJ: metadata.name: '{'a' * 58}' gives pod hostname '{'a' * 58}-node-0-0' (67 characters); a hostname may have at most 63: shorten the TrainJob name"
+        ],
+    ),
+    (
+        "untranslatable-job-field",
+        _job_field,
+        [
+            f"RT: {RJ}[0].template.spec.maxFailedIndexes: is not supported: Argo has no cross-pod failed-index budget"
+        ],
+    ),
+    (
+        "step-without-queue",
+        _no_queue,
+        [
+            f"RT: {RJ}[0].template.metadata.labels: step 'node' has no queue: set label kueue.x-k8s.io/queue-name there, annotation queue.trainweave.io/node on the TrainJob, or a default queue"
+        ],
+    ),
+    (
+        "reserved-env",
+        _reserved_env,
+        [
+            "TJ: spec.trainer.env[0].name: PET_MASTER_ADDR is reserved: the runtime's mlPolicy sets it"
+        ],
+    ),
+    (
+        "not-a-trainjob",
+        _not_a_trainjob,
+        [
+            "TJ: kind: expected trainer.kubeflow.org/v1alpha1 TrainJob, got kubeflow.org/v1 PyTorchJob"
+        ],
+    ),
     ("misspelt-trainjob-field", _misspelt_trainjob, ["TJ: spec.trainer.numNode: unknown field"]),
-    ("misspelt-pod-field", _misspelt_pod_field, [f"RT: {RJ}[0].template.spec.template.spec.containers[0].resoures: unknown field in V1Container"]),
-    ("shared-backoffLimit", _shared_backoff, [f"RT: {RJ}[0].template.spec.backoffLimit: is a retry budget shared by all 2 pods, which Argo cannot keep (it retries each pod on its own); set backoffLimitPerIndex (with completionMode: Indexed) for a per-pod budget, or backoffLimit: 0"]),
-    ("pods-in-waves", _waves, [f"RT: {RJ}[0].template.spec.parallelism: must equal completions (4): a step starts all its pods as one gang, so pods cannot run in waves"]),
-    ("two-containers", _two_containers, [f"RT: {RJ}[0].template.spec.template.spec.containers: must hold exactly one container, got 2: Argo runs one main container per step pod (sidecars would be killed when it ends)"]),
-    ("exit-code-other-container", _exit_code_container, [f"RT: {RJ}[0].template.spec.podFailurePolicy.rules[0].onExitCodes.containerName: must be the main container 'node': Argo reports only its exit code"]),
-    ("torchtune-command", _torchtune, ["TJ: spec.trainer.command: torchtune's `tune run` recipe rewriting is not supported; give the full command"]),
-    ("patch-unknown-job", _patch_unknown_job, ["TJ: spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].name: no replicatedJob 'nope' in the runtime"]),
+    (
+        "misspelt-pod-field",
+        _misspelt_pod_field,
+        [
+            f"RT: {RJ}[0].template.spec.template.spec.containers[0].resoures: unknown field in V1Container"
+        ],
+    ),
+    (
+        "shared-backoffLimit",
+        _shared_backoff,
+        [
+            f"RT: {RJ}[0].template.spec.backoffLimit: is a retry budget shared by all 2 pods, which Argo cannot keep (it retries each pod on its own); set backoffLimitPerIndex (with completionMode: Indexed) for a per-pod budget, or backoffLimit: 0"
+        ],
+    ),
+    (
+        "pods-in-waves",
+        _waves,
+        [
+            f"RT: {RJ}[0].template.spec.parallelism: must equal completions (4): a step starts all its pods as one gang, so pods cannot run in waves"
+        ],
+    ),
+    (
+        "two-containers",
+        _two_containers,
+        [
+            f"RT: {RJ}[0].template.spec.template.spec.containers: must hold exactly one container, got 2: Argo runs one main container per step pod (sidecars would be killed when it ends)"
+        ],
+    ),
+    (
+        "exit-code-other-container",
+        _exit_code_container,
+        [
+            f"RT: {RJ}[0].template.spec.podFailurePolicy.rules[0].onExitCodes.containerName: must be the main container 'node': Argo reports only its exit code"
+        ],
+    ),
+    (
+        "torchtune-command",
+        _torchtune,
+        [
+            "TJ: spec.trainer.command: torchtune's `tune run` recipe rewriting is not supported; give the full command"
+        ],
+    ),
+    (
+        "patch-unknown-job",
+        _patch_unknown_job,
+        [
+            "TJ: spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].name: no replicatedJob 'nope' in the runtime"
+        ],
+    ),
 ]
 
 
@@ -158,7 +280,10 @@ def test_bad_input_is_exit_2_with_exact_errors(
     rt_file.write_text(yaml.safe_dump(rt.build()))
     code = main(["render", str(tj_file), "--runtime", str(rt_file)])
     out, err = capsys.readouterr()
-    want = [f"error: {line.replace('TJ', str(tj_file)).replace('RT', str(rt_file))}" for line in expected]
+    want = [
+        f"error: {line.replace('TJ', str(tj_file)).replace('RT', str(rt_file))}"
+        for line in expected
+    ]
     assert (code, out, err.splitlines()) == (2, "", want)
 
 

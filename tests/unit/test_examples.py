@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 import yaml
-
 from trainweave.adapters import argo
 from trainweave.adapters.trainer import to_pipeline
+
 from trainweave.inputs import parse_runtime, parse_trainjob
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -43,11 +43,10 @@ def test_every_step_pod_carries_its_group(name: str) -> None:
     templates = {t["name"]: t for t in workflow["spec"]["templates"]}
     steps = [t for t in workflow["spec"]["templates"] if t["name"].startswith("step-")]
     for step in steps:
-        pod_templates = {
-            task["template"] for task in step["dag"]["tasks"]
-        }
+        pod_templates = {task["template"] for task in step["dag"]["tasks"]}
         groups = {
-            templates[t]["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] for t in pod_templates
+            templates[t]["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"]
+            for t in pod_templates
         }
         counts = {
             templates[t]["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"]

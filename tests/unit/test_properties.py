@@ -7,10 +7,10 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from tests.builders import make_runtime, make_trainjob
 from trainweave.adapters import argo
 from trainweave.adapters.trainer import to_pipeline
+
+from tests.builders import make_runtime, make_trainjob
 from trainweave.inputs import parse_runtime, parse_trainjob
 
 Json = dict[str, Any]
@@ -36,14 +36,18 @@ def inputs(draw: st.DrawFn) -> tuple[Json, Json]:
     action = draw(st.sampled_from(["FailJob", "Ignore", "Count"]))
     if draw(st.booleans()):
         spec["podFailurePolicy"] = {
-            "rules": [{"action": action, "onExitCodes": {"operator": "In", "values": sorted(codes)}}]
+            "rules": [
+                {"action": action, "onExitCodes": {"operator": "In", "values": sorted(codes)}}
+            ]
         }
     if draw(st.booleans()):
         spec["activeDeadlineSeconds"] = draw(st.integers(1, 10**6))
     trainer: Json = {"numNodes": draw(st.integers(1, 16))}
     if draw(st.booleans()):
         trainer["numProcPerNode"] = draw(st.integers(1, 8))
-    tj = make_trainjob(name=draw(st.from_regex(r"[a-z][a-z0-9]{0,20}", fullmatch=True)), trainer=trainer)
+    tj = make_trainjob(
+        name=draw(st.from_regex(r"[a-z][a-z0-9]{0,20}", fullmatch=True)), trainer=trainer
+    )
     if "dataset-initializer" in {j["name"] for j in rt.jobs}:
         tj["spec"]["initializer"] = {"dataset": {"storageUri": "hf://org/data"}}
     return tj, rt.build()
@@ -60,7 +64,9 @@ def test_any_valid_input_renders_a_schema_valid_workflow(
 ) -> None:
     tj, rt = pair
     workflow = _render(tj, rt)[0]
-    errors = [f"{list(e.absolute_path)}: {e.message}" for e in workflow_validator.iter_errors(workflow)]
+    errors = [
+        f"{list(e.absolute_path)}: {e.message}" for e in workflow_validator.iter_errors(workflow)
+    ]
     assert errors == []
 
 
