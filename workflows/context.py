@@ -1,0 +1,60 @@
+"""Where a trainweave step lands in an author's Hera ``Workflow``.
+
+Hera collects templates through its context (``with Workflow(...)``); calling a
+step inside ``with DAG(...)`` must add the step's templates to the enclosing
+Workflow, as Hera itself does for a called ``@script``. Hera 7.1 keeps that
+context in ``hera.workflows._context`` (private, read here in one place only).
+
+A step's pod-group name and pod hostnames start with the Workflow's name. With
+``name=`` it is written out; with ``generate_name=`` it is Argo's
+``{{workflow.name}}`` (``generateName`` + 5 characters), checked against the
+63-character limit at its longest.
+"""
+
+from __future__ import annotations
+
+from hera.workflows import Workflow
+from hera.workflows import models as m
+from hera.workflows._context import _context
+
+WORKFLOW_NAME = "{{workflow.name}}"
+GENERATED_SUFFIX = 5  # characters Kubernetes appends to generateName
+
+
+def active_workflow() -> Workflow:
+    """The Workflow whose ``with`` block is open; raises if there is none."""
+    pieces = _context.pieces
+    if pieces and isinstance(pieces[0], Workflow):
+        return pieces[0]
+    raise RuntimeError(
+        "call a trainweave step inside `with Workflow(...)` (and a DAG), or pass workflow="
+    )
+
+
+def workflow_name(workflow: Workflow) -> str:
+    """The Workflow's name, or ``{{workflow.name}}`` when Argo generates it."""
+    if workflow.name:
+        return workflow.name
+    if workflow.generate_name:
+        return WORKFLOW_NAME
+    raise ValueError("the Workflow needs name= or generate_name= to name its Kueue pod groups")
+
+
+def longest(value: str, workflow: Workflow) -> int:
+    """Length of ``value`` once Argo substitutes the longest possible Workflow name."""
+    generated = len(workflow.generate_name or "") + GENERATED_SUFFIX
+    return len(value.replace(WORKFLOW_NAME, "x" * generated))
+
+
+def add_template(workflow: Workflow, template: m.Template) -> None:
+    """Add ``template`` unless an equal one is there; a different one of that name is an error."""
+    for existing in workflow.templates:
+        if getattr(existing, "name", None) != template.name:
+            continue
+        if existing == template:
+            return
+        raise ValueError(
+            f"the Workflow already has a different template named {template.name!r}; "
+            "give the trainweave step another name"
+        )
+    workflow.templates.append(template)

@@ -1,0 +1,190 @@
+"""GangStep: one step of an author's Hera Workflow, admitted by Kueue as one pod group.
+
+A :class:`GangStep` is a trainweave ``Step`` holding one ``Job``
+(``trainweave.model``): ``pods`` identical pods on one ``queue``. Calling it
+inside a Hera ``DAG`` adds to the enclosing Workflow exactly the templates
+``trainweave render`` makes for a step (``adapters.argo``, through
+``workflows.templates``) and returns the DAG task that runs the step:
+
+- ``step-<name>``: a DAG with one task per pod, ``<name>-<replica>-<index>``;
+- ``<name>``: the pod's container template. Its pod labels carry the step's
+  queue (``kueue.x-k8s.io/queue-name``) and pod group
+  (``kueue.x-k8s.io/pod-group-name`` = ``<workflow>-<name>-a0``, 63 characters
+  at most), its annotation ``kueue.x-k8s.io/pod-group-total-count`` = pods, a
+  ``retryStrategy`` from the RetryPolicy (``adapters.retry``) and, with
+  ``dns``, JobSet's hostname ``<workflow>-<name>-<replica>-<index>`` and the
+  subdomain (default: the Workflow's name);
+- with ``service``, a ``service`` task in the step's DAG applying the headless
+  Service behind that subdomain (owned by the Workflow; ``trainweave render``
+  emits it as a separate manifest instead).
+
+``exit_cleanup`` adds render's exit handler, which deletes the step Workloads
+of a run that did not succeed (Kueue never finishes a failed pod group).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from hera.workflows import Task, Workflow
+from hera.workflows import models as m
+from trainweave.adapters import mlpolicy, names, objects
+from trainweave.adapters.jobspec import DEFAULT_BACKOFF_LIMIT
+from trainweave.workflows import context, templates
+
+from trainweave.labels import Ancestor, StepRole
+from trainweave.model import HeadlessService, Job, Pipeline, RetryPolicy, Step
+
+Json = dict[str, Any]
+SERVICE_TEMPLATE = "trainweave-service"
+DEFAULT_RETRY = RetryPolicy(DEFAULT_BACKOFF_LIMIT)  # batch/v1 Job default backoffLimit, per pod
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class GangStep:
+    """One step as Kueue admits it: ``pods`` pods of one container on ``queue``.
+
+    Pure until called: ``templates(workflow)`` gives the Argo templates for a
+    Workflow named ``workflow``; calling the step inside ``with DAG(...)`` adds
+    them to the enclosing Workflow and returns the step's ``Task``.
+    """
+
+    name: str
+    role: StepRole
+    queue: str
+    container: Json
+    pods: int = 1
+    ancestor: Ancestor | None = None
+    pod_spec: Json = field(default_factory=dict)
+    retry: RetryPolicy = DEFAULT_RETRY
+    torch: bool = False
+    nproc_per_node: int | None = None
+    dns: bool = False
+    service: bool = False
+    subdomain: str | None = None
+    priority_class: str | None = None
+
+    def __post_init__(self) -> None:
+        if not _DNS_LABEL.match(self.name) or len(self.name) > names.MAX_LABEL:
+            raise ValueError(f"step name {self.name!r} must be a DNS label (a-z, 0-9, '-')")
+        if self.pods < 1:
+            raise ValueError(f"step {self.name!r} needs at least one pod, got {self.pods}")
+
+    def job(self, workflow: str) -> Job:
+        """The trainweave Job: the final pod template (PET_* env when ``torch``)."""
+        container = copy.deepcopy(self.container)
+        if self.torch:
+            subdomain = self._subdomain(workflow)
+            pet, master = mlpolicy.torch_env(
+                workflow,
+                subdomain,
+                self.pods,
+                self.nproc_per_node,
+                container.get("resources") or {},
+            )
+            master[0]["value"] = f"{names.pod_hostname(workflow, self.name, 0, 0)}.{subdomain}"
+            mlpolicy.upsert_env(container, pet + master)
+            mlpolicy.upsert_by_name(
+                container.setdefault("ports", []), [{"containerPort": mlpolicy.TORCH_PORT}]
+            )
+        spec = {**copy.deepcopy(self.pod_spec), "containers": [container]}
+        return Job(
+            self.name, self.ancestor, 1, self.pods, {"metadata": {}, "spec": spec}, self.retry
+        )
+
+    def step(self, workflow: str) -> Step:
+        """The trainweave Step (no ``depends_on``: the author's DAG orders steps)."""
+        return Step(
+            self.name, self.role, (self.job(workflow),), self.queue, (), self.priority_class
+        )
+
+    def pipeline(self, workflow: str, namespace: str | None = None) -> Pipeline:
+        """A one-step Pipeline, the unit ``adapters.argo`` renders."""
+        return pipeline_of([self], workflow, namespace)
+
+    def group_name(self, workflow: str) -> str:
+        """The Kueue pod-group (and Workload) name of this step in ``workflow``."""
+        return names.group_name(workflow, self.name, 0)
+
+    def templates(self, workflow: str, namespace: str | None = None) -> list[m.Template]:
+        """``step-<name>`` (+ the Service template with ``service``) and the pod template."""
+        pipeline = self.pipeline(workflow, namespace)
+        step = pipeline.steps[0]
+        dag = templates.step_template(pipeline, step)
+        out = [dag, templates.pod_template(pipeline, step, step.jobs[0])]
+        if self.service:
+            assert dag.dag is not None
+            dag.dag.tasks.append(m.DAGTask(name="service", template=SERVICE_TEMPLATE))
+            out.append(service_template(pipeline))
+        return out
+
+    def check(self, workflow: Workflow) -> None:
+        """Raise if a name would pass 63 characters once Argo names the Workflow."""
+        wf = context.workflow_name(workflow)
+        candidates = [self.group_name(wf)]
+        if self.dns:
+            candidates.append(names.pod_hostname(wf, self.name, 0, self.pods - 1))
+        for value in candidates:
+            size = max(len(value), context.longest(value, workflow))
+            if size > names.MAX_LABEL:
+                raise ValueError(
+                    f"step {self.name!r}: {value!r} can reach {size} characters (at most"
+                    f" {names.MAX_LABEL}); shorten the Workflow's name or the step's"
+                )
+
+    def __call__(
+        self, name: str | None = None, *, workflow: Workflow | None = None, **task: Any
+    ) -> Task:
+        """Add this step's templates to the Workflow; return its Task (in the open DAG)."""
+        wf = workflow or context.active_workflow()
+        self.check(wf)
+        for template in self.templates(context.workflow_name(wf), wf.namespace):
+            context.add_template(wf, template)
+        return Task(name=name or self.name, template=f"step-{self.name}", **task)
+
+    def _subdomain(self, workflow: str) -> str:
+        return self.subdomain or workflow
+
+
+def pipeline_of(steps: Sequence[GangStep], workflow: str, namespace: str | None = None) -> Pipeline:
+    """The Pipeline of ``steps`` in a Workflow named ``workflow`` (in step order)."""
+    dns = {s._subdomain(workflow) for s in steps if s.dns}
+    if len(dns) > 1:
+        raise ValueError(f"steps of one Workflow name different subdomains: {sorted(dns)}")
+    return Pipeline(
+        name=workflow,
+        namespace=namespace or "{{workflow.namespace}}",
+        steps=tuple(s.step(workflow) for s in steps),
+        runtime_kind="",
+        runtime_name="",
+        runtime_snapshot={},
+        service=HeadlessService(dns.pop()) if dns else None,
+    )
+
+
+def service_template(pipeline: Pipeline) -> m.Template:
+    """Apply the headless Service of the pipeline's subdomain, owned by the Workflow."""
+    service = objects.supporting(pipeline)[0]
+    return m.Template(
+        name=SERVICE_TEMPLATE,
+        resource=m.ResourceTemplate(
+            action="apply",
+            set_owner_reference=True,
+            manifest=yaml.safe_dump(service, sort_keys=False),
+        ),
+    )
+
+
+def exit_cleanup(*steps: GangStep, workflow: Workflow | None = None) -> str:
+    """Add the exit handler releasing ``steps``' Workloads; returns its name for ``on_exit``."""
+    wf = workflow or context.active_workflow()
+    pipeline = pipeline_of(steps, context.workflow_name(wf), wf.namespace)
+    for template in templates.cleanup_templates(pipeline):
+        context.add_template(wf, template)
+    return templates.CLEANUP

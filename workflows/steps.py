@@ -1,0 +1,210 @@
+"""Step builders: Trainer v2.3.0's step fields -> a :class:`GangStep`.
+
+Pure. ``initializer``: ``storageUri`` -> ``STORAGE_URI`` env, ``env``, ``secretRef``
+-> ``envFrom`` on the initializer container (Trainer's builder.go). ``trainer``:
+``numNodes`` -> pods of one gang, GPUs per node -> requests and limits, the torch
+plugin's ``PET_*`` env and port 29500, stable DNS. ``post_processor``: any
+one-pod step after the trainer (trainweave's extension). Inputs may be Hera
+objects (``Resources``, ``models.EnvVar``/``VolumeMount``/``Volume``) or wire dicts.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hera.workflows import Resources
+from hera.workflows import models as m
+from pydantic import BaseModel
+from trainweave.adapters import mlpolicy
+from trainweave.adapters.jobspec import DEFAULT_BACKOFF_LIMIT
+from trainweave.workflows.gang import GangStep
+
+from trainweave.labels import Ancestor, StepRole
+from trainweave.model import RetryPolicy
+
+Json = dict[str, Any]
+EnvLike = Mapping[str, str] | Sequence[Mapping[str, Any] | m.EnvVar]
+ResourcesLike = Resources | m.ResourceRequirements | Mapping[str, Any]
+
+
+def initializer(
+    name: str,
+    image: str,
+    storage_uri: str,
+    queue: str,
+    *,
+    env: EnvLike | None = None,
+    secret: str | None = None,
+    resources: ResourcesLike | None = None,
+    volume_mounts: Sequence[Mapping[str, Any] | m.VolumeMount] = (),
+    volumes: Sequence[Mapping[str, Any] | m.Volume] = (),
+    command: Sequence[str] | None = None,
+    args: Sequence[str] | None = None,
+    retry: int | RetryPolicy = DEFAULT_BACKOFF_LIMIT,
+    ancestor: Ancestor | None = None,
+    pod_spec: Mapping[str, Any] | None = None,
+    dns: bool = False,
+) -> GangStep:
+    """A one-pod initializer: ``STORAGE_URI`` and ``env``, ``secret`` as ``envFrom``.
+
+    ``ancestor`` defaults from the name (``dataset-initializer``/``model-initializer``).
+    """
+    container = _container(name, image, command, args, resources, volume_mounts)
+    container["env"] = [{"name": "STORAGE_URI", "value": storage_uri}]
+    mlpolicy.upsert_env(container, _env(env))
+    if secret:
+        container["envFrom"] = [{"secretRef": {"name": secret}}]
+    if ancestor is None and name in {a.value for a in Ancestor} - {Ancestor.TRAINER.value}:
+        ancestor = Ancestor(name)
+    return GangStep(
+        name,
+        StepRole.INITIALIZER,
+        queue,
+        container,
+        ancestor=ancestor,
+        pod_spec=_pod_spec(pod_spec, volumes),
+        retry=_retry(retry),
+        dns=dns,
+    )
+
+
+def trainer(
+    name: str,
+    image: str,
+    command: Sequence[str],
+    queue: str,
+    *,
+    nodes: int = 1,
+    gpus_per_node: int = 0,
+    gpu_resource: str = "nvidia.com/gpu",
+    resources: ResourcesLike | None = None,
+    env: EnvLike | None = None,
+    args: Sequence[str] | None = None,
+    torch: bool = True,
+    nproc_per_node: int | None = None,
+    volume_mounts: Sequence[Mapping[str, Any] | m.VolumeMount] = (),
+    volumes: Sequence[Mapping[str, Any] | m.Volume] = (),
+    retry: int | RetryPolicy = DEFAULT_BACKOFF_LIMIT,
+    pod_spec: Mapping[str, Any] | None = None,
+    subdomain: str | None = None,
+    service: bool = True,
+    priority_class: str | None = None,
+) -> GangStep:
+    """A gang of ``nodes`` trainer pods with stable DNS (``PET_*`` env when ``torch``).
+
+    ``gpus_per_node`` adds ``gpu_resource`` to requests and limits; ``retry`` is
+    a per-pod budget (``backoffLimitPerIndex``) or a full RetryPolicy.
+    """
+    container = _container(name, image, command, args, resources, volume_mounts)
+    if gpus_per_node:
+        res = container.setdefault("resources", {})
+        for section in ("requests", "limits"):
+            res.setdefault(section, {})[gpu_resource] = str(gpus_per_node)
+    if env:
+        container["env"] = _env(env)
+    return GangStep(
+        name,
+        StepRole.TRAINER,
+        queue,
+        container,
+        pods=nodes,
+        ancestor=Ancestor.TRAINER,
+        pod_spec=_pod_spec(pod_spec, volumes),
+        retry=_retry(retry),
+        torch=torch,
+        nproc_per_node=nproc_per_node,
+        dns=True,
+        service=service,
+        subdomain=subdomain,
+        priority_class=priority_class,
+    )
+
+
+def post_processor(
+    name: str,
+    image: str,
+    command: Sequence[str],
+    queue: str,
+    *,
+    args: Sequence[str] | None = None,
+    env: EnvLike | None = None,
+    resources: ResourcesLike | None = None,
+    volume_mounts: Sequence[Mapping[str, Any] | m.VolumeMount] = (),
+    volumes: Sequence[Mapping[str, Any] | m.Volume] = (),
+    retry: int | RetryPolicy = DEFAULT_BACKOFF_LIMIT,
+    pod_spec: Mapping[str, Any] | None = None,
+    dns: bool = False,
+) -> GangStep:
+    """A one-pod step after the trainer (exporter, evaluator): trainweave's extension."""
+    container = _container(name, image, command, args, resources, volume_mounts)
+    if env:
+        container["env"] = _env(env)
+    return GangStep(
+        name,
+        StepRole.POST_PROCESSOR,
+        queue,
+        container,
+        pod_spec=_pod_spec(pod_spec, volumes),
+        retry=_retry(retry),
+        dns=dns,
+    )
+
+
+def _container(
+    name: str,
+    image: str,
+    command: Sequence[str] | None,
+    args: Sequence[str] | None,
+    resources: ResourcesLike | None,
+    volume_mounts: Sequence[Mapping[str, Any] | m.VolumeMount],
+) -> Json:
+    out: Json = {"name": name, "image": image}
+    if command:
+        out["command"] = list(command)
+    if args:
+        out["args"] = list(args)
+    if resources is not None:
+        out["resources"] = _resources(resources)
+    if volume_mounts:
+        out["volumeMounts"] = [_wire(v) for v in volume_mounts]
+    return out
+
+
+def _resources(resources: ResourcesLike) -> Json:
+    if isinstance(resources, Resources):
+        resources = resources.build()
+    raw = _wire(resources)
+    return {
+        section: {k: str(v) for k, v in (raw.get(section) or {}).items()}
+        for section in ("limits", "requests")
+        if raw.get(section)
+    }
+
+
+def _env(env: EnvLike | None) -> list[Json]:
+    if env is None:
+        return []
+    if isinstance(env, Mapping):
+        return [{"name": k, "value": v} for k, v in env.items()]
+    return [_wire(e) for e in env]
+
+
+def _pod_spec(
+    pod_spec: Mapping[str, Any] | None, volumes: Sequence[Mapping[str, Any] | m.Volume]
+) -> Json:
+    out = copy.deepcopy(dict(pod_spec or {}))
+    if volumes:
+        out["volumes"] = [*out.get("volumes", []), *(_wire(v) for v in volumes)]
+    return out
+
+
+def _retry(retry: int | RetryPolicy) -> RetryPolicy:
+    return retry if isinstance(retry, RetryPolicy) else RetryPolicy(retry)
+
+
+def _wire(value: Mapping[str, Any] | BaseModel) -> Json:
+    if isinstance(value, BaseModel):
+        return value.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return copy.deepcopy(dict(value))
