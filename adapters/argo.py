@@ -214,7 +214,7 @@ def _pod_template(pipeline: Pipeline, step: Step, job: Job) -> m.Template:
         host_aliases=[m.HostAlias.model_validate(h) for h in spec.get("hostAliases") or []] or None,
         active_deadline_seconds=spec.get("activeDeadlineSeconds"),
         pod_spec_patch=json.dumps(patch, sort_keys=True, separators=(",", ":")) if patch else None,
-        retry_strategy=retry_strategy(job.retry),
+        retry_strategy=retry_strategy(job.retry, daemon=job.daemon),
         daemon=True if job.daemon else None,
     )
 

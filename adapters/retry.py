@@ -27,8 +27,15 @@ _CODE = "asInt(lastRetry.exitCode)"
 _DISRUPTED = "lastRetry.status == 'Error'"
 
 
-def retry_strategy(policy: RetryPolicy) -> m.RetryStrategy:
-    """The Argo retryStrategy of one pod task."""
+def retry_strategy(policy: RetryPolicy, daemon: bool = False) -> m.RetryStrategy:
+    """The Argo retryStrategy of one pod task.
+
+    A daemon that ended ``Succeeded`` is never retried: under ``retryPolicy: Always`` Argo would
+    otherwise consult the expression for it (operator.go processNodeRetries, IsDaemoned()).
+    """
+    expression = retry_expression(policy)
+    if daemon:
+        expression = f"lastRetry.status != 'Succeeded' && ({expression})"
     backoff = m.Backoff(
         duration="10s",
         factor=m.IntOrString(2),
@@ -38,7 +45,7 @@ def retry_strategy(policy: RetryPolicy) -> m.RetryStrategy:
     return m.RetryStrategy(
         limit=m.IntOrString(policy.budget + REQUEUE_ALLOWANCE),
         retry_policy="Always",
-        expression=retry_expression(policy),
+        expression=expression,
         backoff=backoff,
     )
 

@@ -1,0 +1,62 @@
+"""RetryPolicy -> Argo retry expression: rule order, actions, disruptions, budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainweave.adapters.retry import REQUEUE_ALLOWANCE, retry_expression, retry_strategy
+from trainweave.model import ExitCodeRule, RetryPolicy
+
+CODE = "asInt(lastRetry.exitCode)"
+ERR = "lastRetry.status == 'Error'"
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        pytest.param(RetryPolicy(6), f"({ERR}) || (asInt(retries) < 6)", id="budget-only"),
+        pytest.param(
+            RetryPolicy(2, (ExitCodeRule("FailJob", "In", (1, 2)),)),
+            f"({ERR}) || (({CODE} in [1, 2]) ? false : (asInt(retries) < 2))",
+            id="failjob-codes",
+        ),
+        pytest.param(
+            RetryPolicy(3, (ExitCodeRule("Ignore", "In", (137,)),)),
+            f"({ERR}) || (({CODE} in [137]) ? true : (asInt(retries) < 3))",
+            id="ignore-codes",
+        ),
+        pytest.param(
+            RetryPolicy(1, (ExitCodeRule("Count", "NotIn", (0, 42)),)),
+            f"({ERR}) || ((not ({CODE} in [0, 42])) ? asInt(retries) < 1 : (asInt(retries) < 1))",
+            id="count-notin",
+        ),
+        pytest.param(
+            RetryPolicy(
+                0, (ExitCodeRule("FailJob", disruption=True), ExitCodeRule("Ignore", "In", (3,)))
+            ),
+            f"({ERR}) ? false : (({CODE} in [3]) ? true : (asInt(retries) < 0))",
+            id="disruption-rule-replaces-default",
+        ),
+    ],
+)
+def test_retry_expression(policy: RetryPolicy, expected: str) -> None:
+    assert retry_expression(policy) == expected
+
+
+def test_strategy_limit_backoff_and_deadline() -> None:
+    strategy = retry_strategy(RetryPolicy(4, (), deadline_seconds=600)).model_dump(
+        by_alias=True, exclude_none=True
+    )
+    assert strategy["limit"] == 4 + REQUEUE_ALLOWANCE
+    assert strategy["retryPolicy"] == "Always"
+    assert strategy["backoff"] == {
+        "duration": "10s",
+        "factor": 2,
+        "cap": "6m",
+        "maxDuration": "600s",
+    }
+
+
+def test_daemon_that_succeeded_is_not_retried() -> None:
+    expr = retry_strategy(RetryPolicy(1), daemon=True).expression
+    assert expr is not None and expr.startswith("lastRetry.status != 'Succeeded' && (")
