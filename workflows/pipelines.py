@@ -143,7 +143,10 @@ def llm_finetune_pipeline(
         volume_claim_templates=claims,
     ) as w:
         with DAG(name="main") as main:
-            train = [dataset(), model()] >> node()
+            inits = (dataset(), model())
+            train = node()
+            for task in inits:
+                task >> train
             if exporter_image is not None:
                 export = post_processor(
                     "model-exporter",
