@@ -58,7 +58,10 @@ _STRUCTS: dict[str, list[tuple[str, str, bool]]] = {
         ("matchFields", "[]Requirement", True),
     ],
     "Requirement": [("key", "str", False), ("operator", "str", False), ("values", "[]str", True)],
-    "PreferredSchedulingTerm": [("weight", "int", False), ("preference", "NodeSelectorTerm", False)],
+    "PreferredSchedulingTerm": [
+        ("weight", "int", False),
+        ("preference", "NodeSelectorTerm", False),
+    ],
     "PodAffinity": [
         ("requiredDuringSchedulingIgnoredDuringExecution", "[]PodAffinityTerm", True),
         ("preferredDuringSchedulingIgnoredDuringExecution", "[]WeightedPodAffinityTerm", True),
@@ -278,9 +281,7 @@ def _containers(containers: list[Json] | None) -> list[Json] | None:
         return None
     return [
         {
-            "resources": {
-                "requests": _resource_list((c.get("resources") or {}).get("requests"))
-            },
+            "resources": {"requests": _resource_list((c.get("resources") or {}).get("requests"))},
             "ports": _list("ContainerPort", c.get("ports")),
         }
         for c in containers

@@ -1,0 +1,63 @@
+"""A step's pods as Kueue's pod-group integration sees them: PodSets by role. Pure.
+
+``pod_roles`` groups a step's jobs by Kueue's role hash (``adapters.rolehash``)
+the way ``constructGroupPodSets`` (kueue v0.19.2
+``pkg/controller/jobs/pod/pod_controller.go``) does: one PodSet per hash,
+count = pods with it, sorted by name. Two jobs whose pods differ only in
+image, command or env share a PodSet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trainweave.adapters.rolehash import PodDefaults, admitted_pod_spec, role_hash
+
+from trainweave.model import Step, pod_requests
+from trainweave.quantity import add_quantities, format_quantity, parse
+
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PodRole:
+    """One PodSet of a step's Workload: pods sharing a role hash."""
+
+    name: str  # the role hash
+    count: int
+    jobs: tuple[str, ...]  # replicatedJob names whose pods have this role
+    spec: Json  # admitted pod spec (what Kueue copies into the PodSet template)
+
+    def requests(self) -> dict[str, str]:
+        """Per-pod requests as Kueue counts them: containers, init, pod-level, overhead."""
+        return effective_requests(self.spec)
+
+    def total(self) -> dict[str, str]:
+        """Requests of all ``count`` pods."""
+        return {k: format_quantity(parse(v) * self.count, k) for k, v in self.requests().items()}
+
+
+def pod_roles(step: Step, defaults: PodDefaults | None = None) -> list[PodRole]:
+    """The PodSets Kueue derives for ``step``'s pod group, sorted by name."""
+    defaults = defaults or PodDefaults()
+    roles: dict[str, PodRole] = {}
+    for job in step.jobs:
+        if job.pods == 0:
+            continue
+        spec = admitted_pod_spec(job.pod_template["spec"], defaults)
+        name = role_hash(spec)
+        if name in roles:
+            role = roles[name]
+            roles[name] = PodRole(name, role.count + job.pods, (*role.jobs, job.name), role.spec)
+        else:
+            roles[name] = PodRole(name, job.pods, (job.name,), spec)
+    return [roles[name] for name in sorted(roles)]
+
+
+def effective_requests(spec: Json) -> dict[str, str]:
+    """Kubernetes' pod requests rule (``resourcehelper.PodRequests``), as Kueue uses it."""
+    total = pod_requests(spec)
+    pod_level = (spec.get("resources") or {}).get("requests") or {}
+    total.update({k: str(v) for k, v in pod_level.items()})
+    return add_quantities(total, {k: str(v) for k, v in (spec.get("overhead") or {}).items()})
