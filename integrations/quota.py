@@ -146,18 +146,22 @@ def step_quota(workload: Json, info: Mapping[str, Any], now: datetime) -> StepQu
 
 def merge(previous: Iterable[StepQuota], current: Iterable[StepQuota]) -> list[StepQuota]:
     """Current records, plus previous ones whose Workload is gone (marked Released)."""
-    now = {q.workload: q for q in current}
+    now = {(q.workload, q.created): q for q in current}
     merged = dict(now)
     for old in previous:
-        if old.workload in now:
+        key = (old.workload, old.created)
+        if key in now:
             continue
-        merged[old.workload] = old if old.state in DONE else replace(old, state=RELEASED)
+        merged[key] = old if old.state in DONE else replace(old, state=RELEASED)
     return sorted(merged.values(), key=lambda q: (q.attempt, q.created, q.workload))
 
 
-def signature(records: Iterable[StepQuota]) -> list[tuple[str, str]]:
-    """What "a step changed state" compares: (workload, state) pairs."""
-    return sorted((q.workload, q.state) for q in records)
+def signature(records: Iterable[StepQuota]) -> list[tuple[str, str, str]]:
+    """What "a step changed state" compares: (workload, created, state).
+
+    A Workload re-created under the same name (a resumed step) is a new record.
+    """
+    return sorted((q.workload, q.created, q.state) for q in records)
 
 
 def totals(records: Iterable[StepQuota]) -> Json:
@@ -218,10 +222,10 @@ def transitions(previous: Iterable[StepQuota], current: Iterable[StepQuota]) -> 
     ``reserved``: the step stopped holding quota (resource-seconds by
     ClusterQueue, flavor, resource).
     """
-    old = {q.workload: q for q in previous}
+    old = {(q.workload, q.created): q for q in previous}
     events: list[MetricEvent] = []
     for q in current:
-        before = old.get(q.workload)
+        before = old.get((q.workload, q.created))
         had_quota = before is not None and (before.state in HOLDING or before.state in DONE)
         if q.wait_seconds is not None and not had_quota:
             events.append(

@@ -185,13 +185,16 @@ def releases(obs: Observed, stop_all: bool) -> list[api.Request]:
     """Free the quota of step pod groups that are done for good (no quota leak)."""
     ns = str(_meta(obs.trainjob)["namespace"])
     by_name = {str(_meta(w)["name"]): w for w in obs.workloads}
+    mine = owned(obs.trainjob, obs.workflows)
     out: list[api.Request] = []
-    for wf in owned(obs.trainjob, obs.workflows):
+    for wf in mine:
         v = view(wf)
         for group, info in step_groups(wf).items():
             wl = by_name.get(group)
             if wl is None or workload_finished(wl) or _meta(wl).get("deletionTimestamp"):
                 continue
+            if workload_workflow(wl, obs.pods, mine, group) != v.name:
+                continue  # the group name is reused by a later segment: not this Workflow's
             step = v.steps.get(str(info["step"]))
             stopped = bool(v.stopped_for or v.shutdown)
             done = v.terminal or stop_all or stopped or (step is not None and step.phase in FAILED)
@@ -212,6 +215,21 @@ def releases(obs: Observed, stop_all: bool) -> list[api.Request]:
                 patch = {"metadata": {"annotations": {labels.KUEUE_RETRIABLE_IN_GROUP: "false"}}}
                 out.append(api.merge_patch(api.POD, ns, first, patch))
     return out
+
+
+def workload_workflow(
+    wl: Json, pods: tuple[Json, ...], workflows: tuple[Json, ...], group: str
+) -> str:
+    """Which Workflow a group Workload serves: its owner pods' Workflow, else the newest one."""
+    uids = {r.get("uid") for r in _meta(wl).get("ownerReferences") or []}
+    names = {_wf_of(p) for p in pods if _meta(p).get("uid") in uids}
+    if len(names) == 1:
+        return names.pop()
+    having = [view(w) for w in workflows if group in step_groups(w)]
+    if not having:
+        return ""
+    newest = max(having, key=lambda v: (v.attempt, v.segment))
+    return newest.name if not names or newest.name in names else sorted(names)[-1]
 
 
 def orphan_releases(namespace: str, pods: list[Json], workloads: list[Json]) -> list[api.Request]:

@@ -323,3 +323,21 @@ def test_segment_refuses_complex_depends() -> None:
     wf["spec"]["templates"][0]["dag"]["tasks"][1]["depends"] = "init || other"
     with pytest.raises(children.UnsupportedDepends):
         children.finish([wf], trainjob(), segment=1, skip_steps=frozenset({"init"}))
+
+
+def test_resumed_segment_workload_is_not_released_for_the_stopped_one() -> None:
+    stopped = workflow(
+        {"init": INIT_OK, "trainer": StepState("Failed", [Pod("node-0-0", "Failed", 143)])},
+        phase="Failed",
+        shutdown="Stop",
+        stopped_for="suspend",
+    )
+    resumed = workflow({"trainer": TRAINER_RUN}, segment=1)
+    new_pod = pod("ft-s1", "trainer", "node-0-0", "Running")
+    new_pod["metadata"]["uid"] = "pod-new"
+    wl = workload("ft-trainer-a0", queue="gpu", reserved="2026-11-01T10:04:00Z")
+    wl["metadata"]["ownerReferences"] = [{"kind": "Pod", "name": "x", "uid": "pod-new"}]
+    obs = Observed(
+        trainjob(annotations={"trainweave.io/attempts": "1"}), (stopped, resumed), (new_pod,), (wl,)
+    )
+    assert reconcile.releases(obs, stop_all=False) == []
