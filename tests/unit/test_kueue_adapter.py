@@ -156,7 +156,7 @@ def test_role_hash_shape_bytes() -> None:
         b'{"spec":{"affinity":null,"containers":[{"ports":null,"resources":{"requests":'
         b'{"cpu":"2"}}}],"initContainers":null,"nodeSelector":null,"overhead":null,'
         b'"priority":null,"resourceClaims":null,"runtimeClassName":null,'
-        b'"topologySpreadConstraints":null,"tolerations":null}}'
+        b'"tolerations":null,"topologySpreadConstraints":null}}'
     )
 
 
