@@ -202,11 +202,7 @@ def _assign(
                 if borrow == 0 or not try_next:
                     break
             if best is None:
-                for r in wanted:
-                    nominal, maximum = _max_over_flavors(cq, queues, group.flavors, r, role.spec)
-                    fits.append(
-                        _line(role, r, per_pod, requests, None, Fit.NEVER, nominal, maximum)
-                    )
+                fits += _no_flavor(cq, queues, group.flavors, role, per_pod, requests, wanted)
                 continue
             _, flavor_name, result = best
             for r in wanted:
@@ -214,6 +210,33 @@ def _assign(
                 assumed[(flavor_name, r)] = assumed.get((flavor_name, r), Decimal(0)) + requests[r]
                 fits.append(_line(role, r, per_pod, requests, flavor_name, fit, nominal, maximum))
     return fits, findings
+
+
+def _no_flavor(
+    cq: ClusterQueue,
+    queues: QueueSet,
+    flavors: list[FlavorQuotas],
+    role: PodRole,
+    per_pod: Mapping[str, str],
+    requests: Mapping[str, Decimal],
+    wanted: list[str],
+) -> list[ResourceFit]:
+    """No flavor fits: NEVER for each resource beyond every flavor's maximum.
+
+    If each resource alone fits some flavor (but no single flavor fits all),
+    all of them are NEVER, since one resource group takes one flavor.
+    """
+    lines = []
+    for r in wanted:
+        nominal, maximum = _max_over_flavors(cq, queues, flavors, r, role.spec)
+        too_big = maximum is None or requests[r] > maximum
+        lines.append((r, nominal, maximum, too_big))
+    any_too_big = any(too_big for *_, too_big in lines)
+    return [
+        _line(role, r, per_pod, requests, None, Fit.NEVER, nominal, maximum)
+        for r, nominal, maximum, too_big in lines
+        if too_big or not any_too_big
+    ]
 
 
 def _line(
