@@ -380,8 +380,18 @@ def test_never_fits_exit_code_and_message() -> None:
         "(8, nominal 8): never admitted"
     ]
     lines = format_plan(result).splitlines()
-    assert (
-        lines[4].split()
-        == "trainer trainer 2 cpu=64, memory=512Gi, nvidia.com/gpu=16 gpu -> gpu-cq - never (nvidia.com/gpu)".split()
-    )
+    assert lines[4].split() == [
+        "trainer",
+        "trainer",
+        "2",
+        "cpu=64,",
+        "memory=512Gi,",
+        "nvidia.com/gpu=16",
+        "gpu",
+        "->",
+        "gpu-cq",
+        "-",
+        "never",
+        "(nvidia.com/gpu)",
+    ]
     assert lines[-1] == "note: " + plan_errors(result)[0]
