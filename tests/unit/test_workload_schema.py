@@ -1,0 +1,141 @@
+"""Workload previews validate against Kueue's Workload CRD schema (pinned module version).
+
+Unknown fields are rejected too (``additionalProperties: false`` wherever the CRD
+lists properties and does not preserve unknown fields), like ``kubectl --validate=strict``.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from trainweave.adapters import kueue
+from trainweave.adapters.rolehash import PodDefaults
+from trainweave.adapters.trainer import to_pipeline
+
+from tests.crds import crd_schema
+from tests.versions import KUEUE_MODULE, KUEUE_VERSION
+from trainweave.inputs import parse_runtime, parse_trainjob
+from trainweave.labels import StepRole
+from trainweave.model import Job, Pipeline, RetryPolicy, Step
+
+pytestmark = pytest.mark.schema
+EXAMPLES = Path(__file__).parents[2] / "examples"
+Json = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def workload_validator() -> Any:
+    """A strict jsonschema validator for Kueue's Workload CRD, v1beta2."""
+    schema = crd_schema(
+        KUEUE_MODULE,
+        KUEUE_VERSION,
+        "config/components/crd/bases/kueue.x-k8s.io_workloads.yaml",
+        "v1beta2",
+    )
+    return jsonschema.Draft202012Validator(_strict(schema))
+
+
+def _strict(node: Any) -> Any:
+    if isinstance(node, dict):
+        node = {k: _strict(v) for k, v in node.items()}
+        if (
+            "properties" in node
+            and "additionalProperties" not in node
+            and not node.get("x-kubernetes-preserve-unknown-fields")
+            and node["properties"].keys() != {"apiVersion", "kind", "metadata", "spec", "status"}
+        ):
+            node["additionalProperties"] = False
+        return node
+    if isinstance(node, list):
+        return [_strict(v) for v in node]
+    return node
+
+
+def _errors(validator: Any, doc: Any) -> list[str]:
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)]
+
+
+def _example_pipelines() -> list[tuple[str, Pipeline]]:
+    out = []
+    for folder in sorted(p for p in EXAMPLES.iterdir() if (p / "trainjob.yaml").exists()):
+        job = parse_trainjob(yaml.safe_load((folder / "trainjob.yaml").read_text()))
+        runtime = parse_runtime(yaml.safe_load((folder / "runtime.yaml").read_text()))
+        out.append((folder.name, to_pipeline(job, runtime)))
+    return out
+
+
+def _rich_pipeline() -> Pipeline:
+    pod: Json = {
+        "containers": [
+            {
+                "name": "node",
+                "image": "trainer:1",
+                "resources": {"limits": {"nvidia.com/gpu": "8", "cpu": "32", "memory": "256Gi"}},
+                "ports": [{"containerPort": 29400}],
+            }
+        ],
+        "nodeSelector": {"pool": "h100"},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "affinity": {
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 100,
+                        "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"},
+                    }
+                ]
+            }
+        },
+    }
+    jobs = (
+        Job(
+            "launcher",
+            None,
+            1,
+            1,
+            {"metadata": {}, "spec": {**pod, "containers": [{"name": "l", "image": "l"}]}},
+            RetryPolicy(0),
+        ),
+        Job("node", None, 1, 4, {"metadata": {}, "spec": pod}, RetryPolicy(0)),
+    )
+    step = Step("trainer", StepRole.TRAINER, jobs, "gpu", priority_class="high")
+    return Pipeline("tj", "ml", (step,), "TrainingRuntime", "rt", {})
+
+
+CASES = [(name, p, PodDefaults()) for name, p in _example_pipelines()] + [
+    ("rich-with-priority", _rich_pipeline(), PodDefaults(priorities={"high": 100})),
+    (
+        "executor-resources",
+        _rich_pipeline(),
+        PodDefaults(executor_resources={"requests": {"cpu": "10m"}}, priorities={"high": 1}),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "defaults"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_workload_previews_are_schema_valid(
+    workload_validator: Any, pipeline: Pipeline, defaults: PodDefaults
+) -> None:
+    previews = kueue.workloads(pipeline, defaults)
+    assert previews
+    for preview in previews:
+        assert _errors(workload_validator, preview) == []
+
+
+def test_schema_catches_an_unknown_field(workload_validator: Any) -> None:
+    preview = copy.deepcopy(kueue.workloads(_rich_pipeline())[0])
+    preview["spec"]["podSets"][0]["replicas"] = 2
+    assert any("replicas" in e for e in _errors(workload_validator, preview))
+
+
+def test_schema_catches_a_bad_count(workload_validator: Any) -> None:
+    preview = copy.deepcopy(kueue.workloads(_rich_pipeline())[0])
+    preview["spec"]["podSets"][0]["count"] = "two"
+    assert _errors(workload_validator, preview)
