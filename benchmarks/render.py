@@ -11,7 +11,9 @@ Prints (one core, best of a few repeats, with the load average at each step):
 - wall time of the ``trainweave render`` process and of ``python -c 'import hera.workflows'``
   (median of several runs).
 
-Run: ``.venv/bin/python benchmarks/render.py`` (``--no-kfp`` to skip KFP, ``--quick``).
+Run: ``.venv/bin/python benchmarks/render.py`` (``--no-kfp`` to skip KFP, ``--quick``;
+``--proposed`` measures the proposed fix in-process: libyaml's ``CSafeDumper`` for the runtime
+snapshot in ``adapters.objects`` and for the output, the same bytes as ``SafeDumper``).
 Targets: >= 500 renders/s, >= 10x KFP's compiles/s, ``trainweave render`` < 1.5 s wall.
 """
 
@@ -94,6 +96,17 @@ KFP_SCRIPT = textwrap.dedent(
 )
 
 
+class _CYaml:
+    """``yaml`` with ``safe_dump`` on libyaml's CSafeDumper (the proposed objects.py change)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(yaml, name)
+
+    @staticmethod
+    def safe_dump(data: Any, **kwargs: Any) -> Any:
+        return yaml.dump(data, Dumper=yaml.CSafeDumper, **kwargs)
+
+
 def load() -> str:
     return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
@@ -166,11 +179,12 @@ def main() -> int:
     parser.add_argument("--no-kfp", action="store_true", help="skip KFP's compiler")
     parser.add_argument("--quick", action="store_true", help="short windows, few runs")
     parser.add_argument("--cpu", type=int, default=0, help="core to pin to (default 0)")
+    parser.add_argument("--proposed", action="store_true", help="measure the libyaml fix")
     args = parser.parse_args()
     seconds, repeats, runs = (0.5, 2, 3) if args.quick else (2.0, 3, 7)
     os.sched_setaffinity(0, {args.cpu})
 
-    from trainweave.adapters import argo
+    from trainweave.adapters import argo, objects
     from trainweave.adapters.trainer import to_pipeline
 
     from trainweave.inputs import parse_runtime, parse_trainjob
@@ -178,9 +192,20 @@ def main() -> int:
     job = parse_trainjob(yaml.safe_load(TRAINJOB.read_text()))
     runtime = parse_runtime(yaml.safe_load(RUNTIME.read_text()))
     manifests = argo.render(to_pipeline(job, runtime))
+    dumper: Any = yaml.SafeDumper
+    if args.proposed:
+        objects.yaml = _CYaml()  # type: ignore[assignment]
+        dumper = yaml.CSafeDumper
+        assert argo.render(to_pipeline(job, runtime)) == manifests
+
+    def dump(docs: list[dict[str, Any]]) -> str:
+        return str(yaml.dump_all(docs, Dumper=dumper, sort_keys=False))
 
     def full() -> None:
-        yaml.safe_dump_all(argo.render(to_pipeline(job, runtime)), sort_keys=False)
+        dump(argo.render(to_pipeline(job, runtime)))
+
+    def full_json() -> None:
+        json.dumps(argo.render(to_pipeline(job, runtime)), indent=2)
 
     print(f"machine: {machine()}")
     print(
@@ -188,16 +213,19 @@ def main() -> int:
         f"pydantic {metadata.version('pydantic')}, PyYAML {yaml.__version__}, "
         f"yaml C dumper {'yes' if getattr(yaml, '__with_libyaml__', False) else 'no'}"
     )
-    print(f"date: {time.strftime('%Y-%m-%d %H:%M %Z')}; pinned to core {args.cpu}; {load()}")
+    mode = "proposed (libyaml)" if args.proposed else "as committed"
+    print(f"date: {time.strftime('%Y-%m-%d %H:%M %Z')}; core {args.cpu}; {mode}; {load()}")
     translate = rate(lambda: argo.render(to_pipeline(job, runtime)), seconds, repeats)
     print(f"translate+render:      {translate:8.0f} /s  ({1e3 / translate:.2f} ms)  [{load()}]")
-    dump_yaml = rate(lambda: yaml.safe_dump_all(manifests, sort_keys=False), seconds, repeats)
+    dump_yaml = rate(lambda: dump(manifests), seconds, repeats)
     print(f"serialise (yaml):      {dump_yaml:8.0f} /s  ({1e3 / dump_yaml:.2f} ms)  [{load()}]")
     dump_json = rate(lambda: json.dumps(manifests), seconds, repeats)
     print(f"serialise (json.dumps):{dump_json:8.0f} /s  ({1e3 / dump_json:.3f} ms)  [{load()}]")
     renders = rate(full, seconds, repeats)
     print(f"full render (yaml):    {renders:8.0f} /s  ({1e3 / renders:.2f} ms)  [{load()}]")
     print(f"full render = {dump_json / renders:.0f}x json.dumps of the same manifests")
+    with_json = rate(full_json, seconds, repeats)
+    print(f"full render (-o json): {with_json:8.0f} /s  ({1e3 / with_json:.2f} ms)  [{load()}]")
     verdicts = [f"renders/s {renders:.0f} (target >= 500): {'ok' if renders >= 500 else 'MISSED'}"]
     if not args.no_kfp:
         kfp = kfp_rate(args.cpu, seconds, repeats)
