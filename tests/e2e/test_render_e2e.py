@@ -1,0 +1,103 @@
+"""`trainweave render` output on the real engines: the llm-finetune example runs step by step.
+
+No controller here: the rendered manifests are applied as a GitOps user would. Asserts the
+render's promises: one Workload per step, named as rendered, with the PodSets (Kueue role
+hashes and counts) that `trainweave plan -o yaml` previews; the trainer's GPU quota is reserved
+only after both initializers finished; the run succeeds.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import utils
+
+from trainweave.adapters import argo, kueue
+from trainweave.adapters.trainer import to_pipeline
+from trainweave.inputs import parse_runtime, parse_trainjob
+
+from .kube import ARGO, KUEUE, Kube, condition, condition_is, load_manifest, parse_time, wait_until
+
+pytestmark = pytest.mark.e2e
+EXAMPLE = Path(__file__).parents[2] / "examples" / "llm-finetune"
+
+
+def example_in(namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The llm-finetune TrainJob and runtime, moved into ``namespace`` for kwok's fake nodes.
+
+    Queues are overridden by TrainJob annotation (the per-test LocalQueues are `cpu`/`gpu`), the
+    shared PVC becomes an emptyDir (no volume provisioner here), requests fit a 32-CPU fake node,
+    and each pod runs 2 s (kwok stage annotation).
+    """
+    tj = yaml.safe_load((EXAMPLE / "trainjob.yaml").read_text())
+    rt = yaml.safe_load((EXAMPLE / "runtime.yaml").read_text())
+    tj["metadata"]["namespace"] = rt["metadata"]["namespace"] = namespace
+    tj["metadata"]["annotations"] = {
+        "queue.trainweave.io/dataset-initializer": "cpu",
+        "queue.trainweave.io/model-initializer": "cpu",
+        "queue.trainweave.io/node": "gpu",
+        "queue.trainweave.io/model-exporter": "cpu",
+    }
+    tj["spec"]["trainer"]["resourcesPerNode"]["requests"].update(cpu="8", memory="32Gi")
+    del rt["spec"]["template"]["spec"]["volumeClaimPolicies"]
+    for job in rt["spec"]["template"]["spec"]["replicatedJobs"]:
+        pod = job["template"]["spec"]["template"]
+        pod.setdefault("metadata", {})["annotations"] = {"trainweave.test/duration": "2s"}
+        pod["spec"]["volumes"] = [{"name": "initializer", "emptyDir": {}}]
+    return tj, rt
+
+
+def test_llm_finetune_render_runs_one_gang_per_step(kube: Kube, namespace: str) -> None:
+    for obj in load_manifest("queues.yaml", NS=namespace, GPU_QUOTA="16"):
+        plural = "clusterqueues" if obj["kind"] == "ClusterQueue" else "localqueues"
+        kube.create(KUEUE, plural, obj, obj["metadata"].get("namespace"))
+    tj, rt = example_in(namespace)
+    pipeline = to_pipeline(parse_trainjob(tj), parse_runtime(rt))
+    manifests = argo.render(pipeline)
+    workflow, others = manifests[0], manifests[1:]
+    for obj in others:
+        utils.create_from_dict(kube.api, copy.deepcopy(obj), namespace=namespace)
+    kube.create(ARGO, "workflows", workflow, namespace)
+    name = workflow["metadata"]["name"]
+    previews = {w["metadata"]["name"]: w for w in kube_previews(pipeline)}
+
+    seen: dict[str, dict[str, Any]] = {}
+
+    def finished() -> dict[str, Any] | None:
+        for wl in kube.list(KUEUE, "workloads", namespace):
+            seen[wl["metadata"]["name"]] = wl
+        wf = kube.workflow(namespace, name)
+        return (
+            wf
+            if (wf.get("status") or {}).get("phase") in ("Succeeded", "Failed", "Error")
+            else None
+        )
+
+    wf = wait_until(f"workflow {name} finished", finished, timeout=240)
+    assert wf["status"]["phase"] == "Succeeded", wf["status"].get("message")
+
+    assert set(seen) == set(previews)
+    for wl_name, wl in seen.items():
+        live = sorted((ps["name"], ps["count"]) for ps in wl["spec"]["podSets"])
+        preview = sorted((ps["name"], ps["count"]) for ps in previews[wl_name]["spec"]["podSets"])
+        assert live == preview, wl_name
+        assert wl["spec"]["queueName"] == previews[wl_name]["spec"]["queueName"]
+
+    nodes = {n["displayName"]: n for n in wf["status"]["nodes"].values()}
+    inits_done = max(
+        parse_time(nodes[s]["finishedAt"]) for s in ("dataset-initializer", "model-initializer")
+    )
+    trainer = seen[f"{name}-node-a0"]
+    reserved = condition(trainer, "QuotaReserved")
+    assert reserved is not None
+    # Conditions keep their last transition; the trainer was reserved once, after the initializers.
+    assert parse_time(reserved["lastTransitionTime"]) >= inits_done
+    assert all(condition_is(wl, "Finished") for wl in seen.values())
+
+
+def kube_previews(pipeline: Any) -> list[dict[str, Any]]:
+    return kueue.workloads(pipeline)
