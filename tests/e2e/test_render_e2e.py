@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import utils
-
 from trainweave.adapters import argo, kueue
 from trainweave.adapters.trainer import to_pipeline
+
 from trainweave.inputs import parse_runtime, parse_trainjob
 
 from .kube import ARGO, KUEUE, Kube, condition, condition_is, load_manifest, parse_time, wait_until
