@@ -95,13 +95,13 @@ def engines_dir() -> Path:
 def run(
     *args: str | Path, check: bool = True, capture: bool = False, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(a) for a in args],
-        check=check,
-        text=True,
-        capture_output=capture,
-        env={**os.environ, **(env or {})},
-    )
+    argv = [str(a) for a in args]
+    r = subprocess.run(argv, text=True, capture_output=capture, env={**os.environ, **(env or {})})
+    if check and r.returncode != 0:
+        if capture:
+            sys.stderr.write(f"$ {' '.join(argv)[:300]}\n{r.stdout[-4000:]}{r.stderr[-4000:]}\n")
+        raise subprocess.CalledProcessError(r.returncode, argv[:3])
+    return r
 
 
 def wait_for(what: str, fn: Any, timeout: float, interval: float = 0.5) -> Any:
@@ -439,7 +439,8 @@ def cmd_up(args: argparse.Namespace) -> None:
     state = load_state()
     eng = engines_dir()
     kubectl = eng / "bin" / "kubectl"
-    if state and all(pid_alive(p) for p in all_pids(state).values()) and apiserver_ready(kubectl):
+    alive = state and all(pid_alive(p) for p in all_pids(state).values())
+    if state and state.get("complete") and alive and apiserver_ready(kubectl):
         log("already up")
         cmd_status(args)
         return
@@ -480,6 +481,7 @@ def cmd_up(args: argparse.Namespace) -> None:
         "--wait",
         "2m",
         env=kenv,
+        capture=True,
     )
     kc = run(
         bin_dir / "kwokctl", "get", "kubeconfig", "--name", CLUSTER_NAME, env=kenv, capture=True
@@ -488,7 +490,10 @@ def cmd_up(args: argparse.Namespace) -> None:
     KUBECONFIG.chmod(0o600)
     kubectl_args = [str(kubectl), "--kubeconfig", str(KUBECONFIG)]
     wait_for("kube-apiserver /readyz", lambda: apiserver_ready(kubectl), 120)
-    comps = yaml.safe_load((kwok_workdir() / "clusters" / CLUSTER_NAME / "kwok.yaml").read_text())
+    kwok_cfg = (kwok_workdir() / "clusters" / CLUSTER_NAME / "kwok.yaml").read_text()
+    comps = next(
+        d for d in yaml.safe_load_all(kwok_cfg) if d and d.get("kind") == "KwokctlConfiguration"
+    )
     for c in comps.get("components") or []:
         for p in c.get("ports") or []:
             if p.get("hostPort") or p.get("port"):
@@ -606,9 +611,26 @@ def cmd_up(args: argparse.Namespace) -> None:
         120,
     )
     state["up_seconds"] = round(time.monotonic() - t0, 1)
+    state["complete"] = True
     save_state(state)
     log(f"up in {state['up_seconds']}s")
     cmd_status(args)
+
+
+def cmd_up_or_clean(args: argparse.Namespace) -> None:
+    """`up`, and on failure `down` (no process left behind) unless --keep-on-failure."""
+    try:
+        cmd_up(args)
+    except (Exception, SystemExit) as e:
+        if isinstance(e, SystemExit) and not e.code:
+            raise
+        if not args.keep_on_failure:
+            for f in sorted((STATE / "logs").glob("*.log")) if (STATE / "logs").exists() else []:
+                tail = f.read_text(errors="replace").splitlines()[-15:]
+                sys.stderr.write(f"--- last lines of {f}\n" + "\n".join(tail) + "\n")
+            log("up failed: stopping what was started")
+            cmd_down(args)
+        raise
 
 
 def https_ok_plain(url: str) -> bool:
@@ -683,6 +705,7 @@ def cmd_down(args: argparse.Namespace) -> None:
             STATE / "kwokctl-merged.kubeconfig",
             env={"KWOK_WORKDIR": str(kwok_workdir())},
             check=False,
+            capture=True,
         )
     for name, pid in leftover.items():  # kwokctl kills them; make sure, by id
         stop_pid(pid, name, grace=5)
@@ -772,6 +795,7 @@ def main() -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     up = sub.add_parser("up", help="build if needed, start everything, print status")
     up.add_argument("--no-build", action="store_true", help="do not run hack/build.sh")
+    up.add_argument("--keep-on-failure", action="store_true", help="leave processes for debugging")
     sub.add_parser("down", help="stop every process started by up, delete the state")
     st = sub.add_parser("status", help="what runs: pids, ports, kubeconfig")
     st.add_argument("--strict", action="store_true", help="exit 1 unless everything runs")
@@ -779,7 +803,7 @@ def main() -> None:
     rd = sub.add_parser("render", help="write nodes/Stages/flavors/Kueue config for kind-up")
     rd.add_argument("--out", required=True)
     args = ap.parse_args()
-    commands = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "env": cmd_env}
+    commands = {"up": cmd_up_or_clean, "down": cmd_down, "status": cmd_status, "env": cmd_env}
     commands["render"] = cmd_render
     commands[args.cmd](args)
 
