@@ -26,7 +26,7 @@ STATES = ("Running", "Suspended", "Complete", "Failed")
 def resource_of(path: str) -> str:
     """The plural resource of a REST path (``/api/v1/namespaces/x/pods/y`` -> pods)."""
     parts = [p for p in path.split("/") if p]
-    rest = parts[2:] if parts and parts[0] == "apis" else parts[1:]
+    rest = parts[3:] if parts and parts[0] == "apis" else parts[2:]
     if len(rest) >= 2 and rest[0] == "namespaces":
         rest = rest[2:] if len(rest) > 2 else ["namespaces"]
     return rest[0] if rest else ""

@@ -341,3 +341,22 @@ def test_resumed_segment_workload_is_not_released_for_the_stopped_one() -> None:
         trainjob(annotations={"trainweave.io/attempts": "1"}), (stopped, resumed), (new_pod,), (wl,)
     )
     assert reconcile.releases(obs, stop_all=False) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "resource"),
+    [
+        pytest.param("/api/v1/namespaces/x/pods/y", "pods", id="core-namespaced"),
+        pytest.param("/apis/kueue.x-k8s.io/v1beta2/workloads", "workloads", id="group-cluster"),
+        pytest.param(
+            "/apis/trainer.kubeflow.org/v1alpha1/namespaces/n/trainjobs/ft/status",
+            "trainjobs",
+            id="subresource",
+        ),
+        pytest.param("/api/v1/namespaces/x", "namespaces", id="namespace-object"),
+    ],
+)
+def test_request_resource_for_metrics_and_cache(path: str, resource: str) -> None:
+    from trainweave.integrations.metrics import resource_of
+
+    assert resource_of(path) == resource
