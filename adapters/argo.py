@@ -107,7 +107,7 @@ def workflow(pipeline: Pipeline, options: RenderOptions = RenderOptions()) -> Js
             ttl_strategy=ttl,
         ),
     )
-    return wf.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return wf.model_dump(by_alias=True, exclude_none=True)
 
 
 def _main(pipeline: Pipeline) -> m.Template:

@@ -40,8 +40,12 @@ _ENV_FORBIDDEN = ("node", "dataset-initializer", "model-initializer")
 def apply(
     replicated_jobs: list[Json], patches: list[Json]
 ) -> tuple[list[Json], Json, list[InputError]]:
-    """(patched replicatedJobs, JobSet metadata patch, errors); inputs are not modified."""
-    jobs = copy.deepcopy(replicated_jobs)
+    """(patched replicatedJobs, JobSet metadata patch, errors).
+
+    ``replicated_jobs`` is patched in place and returned: pass a fresh copy (``to_pipeline``
+    passes ``model_dump()`` output, which is one). ``patches`` is never modified.
+    """
+    jobs = replicated_jobs
     jobset_meta: Json = {}
     errors: list[InputError] = []
     by_name = {job["name"]: job for job in jobs}

@@ -102,7 +102,7 @@ def to_pipeline(
         steps=tuple(steps),
         runtime_kind=runtime.kind,
         runtime_name=runtime.metadata.name,
-        runtime_snapshot=runtime.model_dump(by_alias=True, exclude_unset=True, mode="json"),
+        runtime_snapshot=runtime.snapshot,
         attempt=attempt,
         service=service,
         pvcs=tuple(_pvcs(trainjob.metadata.name, spec)),
@@ -134,14 +134,14 @@ class _Context:
         ) or (policy.num_nodes if policy else 1)
         self.nproc = tj_trainer.num_proc_per_node if tj_trainer else None
         self.mpi_slots = 0
-        self.resources: Json = {}
+        self.resources: Json = _trainer_resources(trainjob, spec)
 
 
 def _job(
     ctx: _Context, i: int, raw: Json, rjob: ReplicatedJob, ancestor: Ancestor | None
 ) -> tuple[Job, list[InputError]]:
     path = f"{_RJ}[{i}].template.spec"
-    job_spec: Json = copy.deepcopy(raw["template"].get("spec") or {})
+    job_spec: Json = raw["template"].get("spec") or {}  # raw is to_pipeline's own copy
     pod_template: Json = job_spec.get("template") or {}
     pod_spec: Json = pod_template.setdefault("spec", {})
     pod_template.setdefault("metadata", {})
@@ -275,7 +275,7 @@ def _apply_ml_policy(
     policy = ctx.spec.ml_policy
     if policy is None:
         return None
-    resources = ctx.resources or _trainer_resources(ctx)
+    resources = ctx.resources
     if policy.torch is not None:
         pet, master = mlpolicy.torch_env(
             ctx.name, ctx.subdomain, ctx.num_nodes, ctx.nproc, resources
@@ -312,12 +312,13 @@ def _apply_ml_policy(
     return None
 
 
-def _trainer_resources(ctx: _Context) -> Json:
-    tj = ctx.trainjob.spec.trainer
+def _trainer_resources(trainjob: TrainJob, spec: RuntimeSpec) -> Json:
+    """Per-node resources of the trainer: TrainJob resourcesPerNode, else the runtime's node container."""
+    tj = trainjob.spec.trainer
     if tj and tj.resources_per_node is not None:
         return tj.resources_per_node
-    for rj in ctx.spec.template.spec.replicated_jobs:
-        if _ancestor(rj.model_dump(by_alias=True)) is Ancestor.TRAINER:
+    for rj in spec.template.spec.replicated_jobs:
+        if _ancestor({"template": rj.template}) is Ancestor.TRAINER:
             pod = ((rj.template.get("spec") or {}).get("template") or {}).get("spec") or {}
             node = _container(pod, "node")
             if node is not None:

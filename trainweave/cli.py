@@ -188,7 +188,12 @@ def _emit(manifests: list[dict[str, Any]], output: str) -> None:
         json.dump({"apiVersion": "v1", "kind": "List", "items": manifests}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        yaml.safe_dump_all(manifests, sys.stdout, sort_keys=False)
+        yaml.dump_all(
+            manifests,
+            sys.stdout,
+            Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
+            sort_keys=False,
+        )
 
 
 if __name__ == "__main__":

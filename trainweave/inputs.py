@@ -12,6 +12,7 @@ keys silently, has no enums and takes ~1 s to import (docs/inputs.md).
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -247,6 +248,14 @@ class Runtime(BaseModel):
     kind: Literal["TrainingRuntime", "ClusterTrainingRuntime"]
     metadata: ObjectMeta
     spec: RuntimeSpec
+
+    @cached_property
+    def snapshot(self) -> Json:
+        """The runtime as given (unset defaults left out), for the snapshot ConfigMap.
+
+        Computed once per parsed runtime: many TrainJobs share one. Callers must not mutate it.
+        """
+        return self.model_dump(by_alias=True, exclude_unset=True, mode="json")
 
 
 # --- parsing ----------------------------------------------------------------------
