@@ -52,7 +52,7 @@ _NATIVE = {
     "activeDeadlineSeconds",
 }
 _CONTAINER_FIELDS = {f.alias or k for k, f in m.Container.model_fields.items()}
-_CLEANUP = "trainweave-cleanup"
+CLEANUP = "trainweave-cleanup"
 
 
 @dataclass(frozen=True)
@@ -76,16 +76,16 @@ def render(pipeline: Pipeline, options: RenderOptions = RenderOptions()) -> list
 
 def workflow(pipeline: Pipeline, options: RenderOptions = RenderOptions()) -> Json:
     """The Argo Workflow of one pipeline attempt, as a wire dict."""
-    templates = [_main(pipeline)]
+    templates = [main_template(pipeline)]
     for step in pipeline.steps:
-        templates.append(_step_dag(pipeline, step))
+        templates.append(step_template(pipeline, step))
     for step in pipeline.steps:
         for job in step.jobs:
-            templates.append(_pod_template(pipeline, step, job))
+            templates.append(pod_template(pipeline, step, job))
     on_exit = None
     if options.exit_cleanup:
-        templates += [_cleanup(), *cleanup_templates(pipeline)]
-        on_exit = _CLEANUP
+        templates += [cleanup_handler(), *cleanup_templates(pipeline)]
+        on_exit = CLEANUP
     meta_labels = {**objects.base_labels(pipeline, "workflow"), L.ATTEMPT: str(pipeline.attempt)}
     ttl = None
     if pipeline.ttl_seconds_after_finished is not None:
@@ -110,7 +110,7 @@ def workflow(pipeline: Pipeline, options: RenderOptions = RenderOptions()) -> Js
     return wf.model_dump(by_alias=True, exclude_none=True)
 
 
-def _main(pipeline: Pipeline) -> m.Template:
+def main_template(pipeline: Pipeline) -> m.Template:
     tasks = [
         m.DAGTask(
             name=step.name,
@@ -122,7 +122,7 @@ def _main(pipeline: Pipeline) -> m.Template:
     return m.Template(name="main", dag=m.DAGTemplate(tasks=tasks, fail_fast=True))
 
 
-def _step_dag(pipeline: Pipeline, step: Step) -> m.Template:
+def step_template(pipeline: Pipeline, step: Step) -> m.Template:
     tasks = []
     for job in step.jobs:
         for replica in range(job.replicas):
@@ -159,7 +159,7 @@ def pod_labels(pipeline: Pipeline, step: Step, job: Job) -> dict[str, str]:
     }
 
 
-def _pod_template(pipeline: Pipeline, step: Step, job: Job) -> m.Template:
+def pod_template(pipeline: Pipeline, step: Step, job: Job) -> m.Template:
     meta = job.pod_template.get("metadata") or {}
     spec: Json = job.pod_template["spec"]
     labels = {**(meta.get("labels") or {}), **pod_labels(pipeline, step, job)}
@@ -219,7 +219,7 @@ def _pod_template(pipeline: Pipeline, step: Step, job: Job) -> m.Template:
     )
 
 
-def _cleanup() -> m.Template:
+def cleanup_handler() -> m.Template:
     """Exit handler: on a run that did not succeed, delete its steps' Workloads.
 
     Kueue never finishes a failed pod group (its Workload keeps the quota and
@@ -227,12 +227,12 @@ def _cleanup() -> m.Template:
     releases both (kueue v0.19.2 pod_controller.go Stop on WorkloadDeleted).
     """
     return m.Template(
-        name=_CLEANUP,
+        name=CLEANUP,
         dag=m.DAGTemplate(
             tasks=[
                 m.DAGTask(
                     name="release",
-                    template=f"{_CLEANUP}-steps",
+                    template=f"{CLEANUP}-steps",
                     when="'{{workflow.status}}' != 'Succeeded'",
                 )
             ]
@@ -245,7 +245,7 @@ def cleanup_templates(pipeline: Pipeline) -> list[m.Template]:
     tasks = [
         m.DAGTask(
             name=f"release-{step.name}",
-            template=f"{_CLEANUP}-delete",
+            template=f"{CLEANUP}-delete",
             arguments=m.Arguments(
                 parameters=[
                     m.Parameter(
@@ -258,7 +258,7 @@ def cleanup_templates(pipeline: Pipeline) -> list[m.Template]:
         for step in pipeline.steps
     ]
     delete = m.Template(
-        name=f"{_CLEANUP}-delete",
+        name=f"{CLEANUP}-delete",
         inputs=m.Inputs(parameters=[m.Parameter(name="workload")]),
         resource=m.ResourceTemplate(
             action="delete",
@@ -270,4 +270,4 @@ def cleanup_templates(pipeline: Pipeline) -> list[m.Template]:
             ),
         ),
     )
-    return [m.Template(name=f"{_CLEANUP}-steps", dag=m.DAGTemplate(tasks=tasks)), delete]
+    return [m.Template(name=f"{CLEANUP}-steps", dag=m.DAGTemplate(tasks=tasks)), delete]

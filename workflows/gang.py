@@ -4,7 +4,7 @@ A :class:`GangStep` is a trainweave ``Step`` holding one ``Job``
 (``trainweave.model``): ``pods`` identical pods on one ``queue``. Calling it
 inside a Hera ``DAG`` adds to the enclosing Workflow exactly the templates
 ``trainweave render`` makes for a step (``adapters.argo``, through
-``workflows.templates``) and returns the DAG task that runs the step:
+``adapters.argo``) and returns the DAG task that runs the step:
 
 - ``step-<name>``: a DAG with one task per pod, ``<name>-<replica>-<index>``;
 - ``<name>``: the pod's container template. Its pod labels carry the step's
@@ -33,9 +33,9 @@ from typing import Any
 import yaml
 from hera.workflows import Task, Workflow
 from hera.workflows import models as m
-from trainweave.adapters import mlpolicy, names, objects
+from trainweave.adapters import argo, mlpolicy, names, objects
 from trainweave.adapters.jobspec import DEFAULT_BACKOFF_LIMIT
-from trainweave.workflows import context, templates
+from trainweave.workflows import context
 
 from trainweave.labels import Ancestor, StepRole
 from trainweave.model import HeadlessService, Job, Pipeline, RetryPolicy, Step
@@ -116,8 +116,8 @@ class GangStep:
         """``step-<name>`` (+ the Service template with ``service``) and the pod template."""
         pipeline = self.pipeline(workflow, namespace)
         step = pipeline.steps[0]
-        dag = templates.step_template(pipeline, step)
-        out = [dag, templates.pod_template(pipeline, step, step.jobs[0])]
+        dag = argo.step_template(pipeline, step)
+        out = [dag, argo.pod_template(pipeline, step, step.jobs[0])]
         if self.service:
             assert dag.dag is not None
             dag.dag.tasks.append(m.DAGTask(name="service", template=SERVICE_TEMPLATE))
@@ -185,6 +185,6 @@ def exit_cleanup(*steps: GangStep, workflow: Workflow | None = None) -> str:
     """Add the exit handler releasing ``steps``' Workloads; returns its name for ``on_exit``."""
     wf = workflow or context.active_workflow()
     pipeline = pipeline_of(steps, context.workflow_name(wf), wf.namespace)
-    for template in templates.cleanup_templates(pipeline):
+    for template in [argo.cleanup_handler(), *argo.cleanup_templates(pipeline)]:
         context.add_template(wf, template)
-    return templates.CLEANUP
+    return argo.CLEANUP
