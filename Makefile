@@ -39,4 +39,8 @@ linktree:
 typecheck: venv linktree
 	cd .cache/typecheck && ../../$(VENV)/bin/mypy --config-file ../../pyproject.toml -p trainweave
 
+## Render throughput vs targets (first run creates ~/.cache/trainweave/bench-venv with kfp 2.17.3).
+bench: venv
+	$(PY) benchmarks/render.py
+
 include hack/cluster.mk
