@@ -1,4 +1,4 @@
-"""``trainweave``: render, plan, and (with the controller) status.
+"""trainweave: render TrainJobs to Argo + Kueue, plan their admission, run the controller.
 
 The CLI is the I/O edge: it reads files, calls the pure adapters, prints
 manifests to stdout and problems to stderr as ``error: FILE: FIELD.PATH: reason``.
