@@ -554,17 +554,16 @@ def cmd_up(args: argparse.Namespace) -> None:
     run(*apply, "--field-manager=trainweave-e2e", "-f", webhooks, capture=True)
 
     # 5. Argo workflow-controller
-    run(
-        *kubectl_args,
-        "-n",
-        "argo",
-        "create",
-        "configmap",
-        "workflow-controller-configmap",
-        "--from-literal=metricsConfig=enabled: false",
-        "--from-literal=telemetryConfig=enabled: false",
-        capture=True,
-    )
+    # one-line values are joined as `key: value`, so a nested value needs a trailing newline
+    # (argo-workflows config/controller.go parseConfigMap)
+    argo_cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "workflow-controller-configmap", "namespace": "argo"},
+        "data": {"metricsConfig": "enabled: false\n", "telemetryConfig": "enabled: false\n"},
+    }
+    (STATE / "argo-configmap.yaml").write_text(yaml.safe_dump(argo_cm))
+    run(*kubectl_args, "create", "-f", STATE / "argo-configmap.yaml", capture=True)
     adir = STATE / "argo"
     adir.mkdir(exist_ok=True)
     state["pids"]["workflow-controller"] = start_process(
