@@ -3,7 +3,7 @@
 Prints (one core, best of a few repeats, with the load average at each step):
 
 - renders/s of translate+render (``to_pipeline`` + ``argo.render``, inputs parsed once) and
-  of serialisation (``yaml.safe_dump_all`` as the CLI does; ``json.dumps`` for reference),
+  of serialisation (``trainweave.yamlout`` as the CLI does; ``json.dumps`` for reference),
   and how many ``json.dumps`` of the same manifests one full render costs;
 - KFP's compiler (``kfp==2.17.3``) on an equivalent 3-step pipeline (initializer -> trainer
   with a GPU request -> exporter), measured in its own venv under
@@ -12,16 +12,12 @@ Prints (one core, best of a few repeats, with the load average at each step):
   (median of several runs).
 
 Run: ``.venv/bin/python benchmarks/render.py`` (``--no-kfp`` to skip KFP, ``--quick``;
-``--proposed`` measures the proposed fix in-process: libyaml's ``CSafeDumper`` for the output and
-for the runtime snapshot in ``adapters.objects``, that snapshot's YAML memoised per runtime;
-the same bytes as committed).
 Targets: >= 500 renders/s, >= 10x KFP's compiles/s, ``trainweave render`` < 1.5 s wall.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import platform
@@ -98,23 +94,6 @@ KFP_SCRIPT = textwrap.dedent(
 )
 
 
-@functools.lru_cache(maxsize=64)
-def _snapshot_yaml(canonical: str) -> str:
-    return str(yaml.dump(json.loads(canonical), Dumper=yaml.CSafeDumper, sort_keys=False))
-
-
-class _CYaml:
-    """``yaml`` whose ``safe_dump`` is the proposed objects.py change: libyaml, memoised."""
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(yaml, name)
-
-    @staticmethod
-    def safe_dump(data: Any, **kwargs: Any) -> str:
-        assert kwargs == {"sort_keys": False}
-        return _snapshot_yaml(json.dumps(data))
-
-
 def load() -> str:
     return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
@@ -187,29 +166,24 @@ def main() -> int:
     parser.add_argument("--no-kfp", action="store_true", help="skip KFP's compiler")
     parser.add_argument("--quick", action="store_true", help="short windows, few runs")
     parser.add_argument("--cpu", type=int, default=0, help="core to pin to (default 0)")
-    parser.add_argument("--proposed", action="store_true", help="measure the libyaml fix")
     args = parser.parse_args()
     seconds, repeats, runs = (0.5, 2, 3) if args.quick else (2.0, 3, 7)
     os.sched_setaffinity(0, {args.cpu})
 
-    from trainweave.adapters import argo, objects
+    from trainweave.adapters import argo
     from trainweave.adapters.trainer import to_pipeline
 
+    from trainweave import yamlout
     from trainweave.inputs import parse_runtime, parse_trainjob
 
     job = parse_trainjob(yaml.safe_load(TRAINJOB.read_text()))
     runtime = parse_runtime(yaml.safe_load(RUNTIME.read_text()))
     manifests = argo.render(to_pipeline(job, runtime))
-    dumper: Any = yaml.SafeDumper
-    if args.proposed:
-        objects.yaml = _CYaml()  # type: ignore[assignment]
-        dumper = yaml.CSafeDumper
-        assert argo.render(to_pipeline(job, runtime)) == manifests
 
     def dump(docs: list[dict[str, Any]]) -> str:
-        return str(yaml.dump_all(docs, Dumper=dumper, sort_keys=False))
+        return yamlout.dump_all(docs)  # what `trainweave render` writes
 
-    assert dump(manifests) == yaml.safe_dump_all(manifests, sort_keys=False)
+    assert list(yaml.safe_load_all(dump(manifests))) == manifests
 
     def full() -> None:
         dump(argo.render(to_pipeline(job, runtime)))
@@ -223,8 +197,7 @@ def main() -> int:
         f"pydantic {metadata.version('pydantic')}, PyYAML {yaml.__version__}, "
         f"yaml C dumper {'yes' if getattr(yaml, '__with_libyaml__', False) else 'no'}"
     )
-    mode = "proposed (libyaml)" if args.proposed else "as committed"
-    print(f"date: {time.strftime('%Y-%m-%d %H:%M %Z')}; core {args.cpu}; {mode}; {load()}")
+    print(f"date: {time.strftime('%Y-%m-%d %H:%M %Z')}; core {args.cpu}; {load()}")
     translate = rate(lambda: argo.render(to_pipeline(job, runtime)), seconds, repeats)
     print(f"translate+render:      {translate:8.0f} /s  ({1e3 / translate:.2f} ms)  [{load()}]")
     dump_yaml = rate(lambda: dump(manifests), seconds, repeats)

@@ -13,8 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-import yaml
-
+from trainweave import yamlout
 from trainweave.errors import InputError, InputErrors
 from trainweave.files import Document, documents
 from trainweave.inputs import Runtime, TrainJob, parse_runtime, parse_trainjob
@@ -188,12 +187,7 @@ def _emit(manifests: list[dict[str, Any]], output: str) -> None:
         json.dump({"apiVersion": "v1", "kind": "List", "items": manifests}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        yaml.dump_all(
-            manifests,
-            sys.stdout,
-            Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
-            sort_keys=False,
-        )
+        sys.stdout.write(yamlout.dump_all(manifests))
 
 
 if __name__ == "__main__":
