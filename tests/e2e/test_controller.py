@@ -142,8 +142,9 @@ def example(
         queue = meta["labels"]["kueue.x-k8s.io/queue-name"]
         meta["labels"]["kueue.x-k8s.io/queue-name"] = queue.removesuffix("-queue")
         pod = rjob["template"]["spec"]["template"]
+        pod["spec"]["volumes"] = [{"name": "initializer", "emptyDir": {}}]  # PVC stand-in
         for c in pod["spec"]["containers"]:
-            c.pop("volumeMounts", None)
+            c.setdefault("command", ["true"])  # Argo's emissary cannot look images up offline
             if "resources" in c:
                 c["resources"] = {"requests": {"cpu": "1", "memory": "1Gi"}}
         ann = pod.setdefault("metadata", {}).setdefault("annotations", {})
