@@ -423,6 +423,9 @@ def _preemption(kube: Kube, namespace: str, high: str) -> None:
     )
     failed = [n for n in pod_nodes(wf, "train-") if n["phase"] in ("Failed", "Error")]
     assert len(failed) == 2, wf_message(wf)
+    for n in failed:  # an ordinary failure to Argo: nothing says "preempted"
+        assert n["phase"] == "Failed" and n["message"] == "main: Error (exit code 143)", n
+        assert n["outputs"]["exitCode"] == "143"
     replacements = wait_until(
         "two gated replacement pods",
         lambda: (
@@ -460,3 +463,77 @@ def _preemption(kube: Kube, namespace: str, high: str) -> None:
     assert t is not None and t >= freed
     fin = condition(wl, "Finished")
     assert fin and fin["reason"] == "Succeeded" and fin["message"] == "Pods succeeded: 2/2.", fin
+
+
+# ------------------------------------------------------------------------------------------------
+# 5. clean-up: deleting a workflow with a running step
+
+
+def _run_to_train(kube: Kube, namespace: str, name: str) -> tuple[str, list[str]]:
+    submit(kube, namespace, "workflow-preempt.yaml", NAME=name)
+    group = f"{name}-train"
+    Watcher(kube, namespace, name).until(
+        "both train pods running",
+        lambda wf: [n["phase"] for n in pod_nodes(wf, "train-")] == ["Running", "Running"],
+        timeout=120,
+    )
+    return group, [p.metadata.name for p in kube.group_pods(namespace, group)]
+
+
+def _admitted_workloads(kube: Kube, namespace: str) -> int | None:
+    cq = kube.get(KUEUE, "clusterqueues", f"{namespace}-gpu") or {}
+    n = (cq.get("status") or {}).get("admittedWorkloads")
+    return None if n is None else int(n)
+
+
+def test_deleted_workflow_leaves_the_workload_holding_quota(
+    kube: Kube, namespace: str, queues: Callable[..., None]
+) -> None:
+    """Default (background) deletion, as `kubectl delete workflow` or `argo delete`."""
+    queues(gpu_quota=16)
+    group, pods = _run_to_train(kube, namespace, "gone")
+    kube.delete(ARGO, "workflows", "gone", namespace)
+    wait_until("workflow gone", lambda: kube.get(ARGO, "workflows", "gone", namespace) is None, 60)
+
+    # The garbage collector deleted the pods; Kueue's finalizer keeps them (Failed, Terminating),
+    # and the Workload stays admitted, waiting for replacement pods that will never come.
+    def stuck() -> list[V1Pod] | None:
+        ps = [kube.core.read_namespaced_pod(p, namespace) for p in pods]
+        ok = all(p.metadata.deletion_timestamp and p.status.phase == "Failed" for p in ps)
+        return ps if ok else None
+
+    for p in wait_until("pods terminating under Kueue's finalizer", stuck, timeout=60):
+        assert p.metadata.finalizers == ["kueue.x-k8s.io/managed"]
+    wl = kube.wait_workload(
+        namespace,
+        group,
+        lambda wl: condition_is(wl, "WaitingForReplacementPods") and reserved_at(wl) is not None,
+        "admitted and waiting for replacement pods",
+        timeout=30,
+    )
+    assert condition(wl, "Finished") is None
+    # waitForPodsReady notices (PodsReady=False, WaitForRecovery) but recoveryTimeout 0s never evicts
+    prc = condition(wl, "PodsReady")
+    assert prc and prc["status"] == "False" and prc["reason"] == "WaitForRecovery", prc
+    assert _admitted_workloads(kube, namespace) == 1
+
+    # Deleting the Workload is the clean-up: Kueue strips the finalizers, the pods go.
+    kube.delete(KUEUE, "workloads", group, namespace)
+    wait_until("pods gone", lambda: not kube.group_pods(namespace, group), timeout=60)
+    wait_until("quota released", lambda: _admitted_workloads(kube, namespace) == 0, timeout=30)
+
+
+def test_foreground_deleted_workflow_takes_its_workloads_along(
+    kube: Kube, namespace: str, queues: Callable[..., None]
+) -> None:
+    """Foreground deletion cascades Workflow -> pods -> Workload (Kueue makes every pod of the
+    group an owner of the Workload), and the Workload's deletion strips the pods' finalizers."""
+    queues(gpu_quota=16)
+    group, _ = _run_to_train(kube, namespace, "fg")
+    kube.custom.delete_namespaced_custom_object(
+        *ARGO, namespace, "workflows", "fg", propagation_policy="Foreground"
+    )
+    wait_until("workflow gone", lambda: kube.get(ARGO, "workflows", "fg", namespace) is None, 60)
+    wait_until("Workload gone", lambda: kube.workload(namespace, group) is None, timeout=60)
+    wait_until("pods gone", lambda: not kube.group_pods(namespace, group), timeout=60)
+    wait_until("quota released", lambda: _admitted_workloads(kube, namespace) == 0, timeout=30)

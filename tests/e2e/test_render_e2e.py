@@ -31,7 +31,7 @@ def example_in(namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
 
     Queues are overridden by TrainJob annotation (the per-test LocalQueues are `cpu`/`gpu`), the
     shared PVC becomes an emptyDir (no volume provisioner here), requests fit a 32-CPU fake node,
-    and each pod runs 2 s (kwok stage annotation).
+    each pod runs 2 s (kwok stage annotation), and every container names its command.
     """
     tj = yaml.safe_load((EXAMPLE / "trainjob.yaml").read_text())
     rt = yaml.safe_load((EXAMPLE / "runtime.yaml").read_text())
@@ -48,6 +48,10 @@ def example_in(namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
         pod = job["template"]["spec"]["template"]
         pod.setdefault("metadata", {})["annotations"] = {"trainweave.test/duration": "2s"}
         pod["spec"]["volumes"] = [{"name": "initializer", "emptyDir": {}}]
+        # Argo's emissary needs a command, else it asks the registry for the image's entrypoint
+        # (unreachable here; see docs/engines.md). Upstream initializer images rely on theirs.
+        container = pod["spec"]["containers"][0]
+        container.setdefault("command", ["/entrypoint"])
     return tj, rt
 
 
