@@ -25,8 +25,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from hera.workflows import models as m
 from trainweave.adapters import names, objects
+from trainweave.adapters.hera_models import models as m
 from trainweave.adapters.retry import retry_strategy
 
 from trainweave import labels as L

@@ -18,7 +18,7 @@ the last attempt), ``lastRetry.exitCode``, ``lastRetry.status``.
 
 from __future__ import annotations
 
-from hera.workflows import models as m
+from trainweave.adapters.hera_models import models as m
 
 from trainweave.model import ExitCodeRule, RetryPolicy
 
