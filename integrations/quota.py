@@ -156,12 +156,14 @@ def merge(previous: Iterable[StepQuota], current: Iterable[StepQuota]) -> list[S
     return sorted(merged.values(), key=lambda q: (q.attempt, q.created, q.workload))
 
 
-def signature(records: Iterable[StepQuota]) -> list[tuple[str, str, str]]:
-    """What "a step changed state" compares: (workload, created, state).
+def signature(records: Iterable[StepQuota]) -> list[tuple[str, str, str, str]]:
+    """What "a step changed state" compares: (workload, created, state, waiting reason).
 
-    A Workload re-created under the same name (a resumed step) is a new record.
+    A Workload re-created under the same name (a resumed step) is a new record; Kueue's
+    ``QuotaReserved=False`` reason arriving after creation is a change (it is what
+    ``trainweave status`` and the waiting Event show).
     """
-    return sorted((q.workload, q.created, q.state) for q in records)
+    return sorted((q.workload, q.created, q.state, q.reason) for q in records)
 
 
 def totals(records: Iterable[StepQuota]) -> Json:

@@ -266,9 +266,9 @@ def _quota(obs: Observed, now: datetime, out: Plan) -> None:
     patch = {"metadata": {"annotations": {labels.QUOTA_ANNOTATION: quota.encode(merged)}}}
     out.after_start.append(api.merge_patch(api.TRAINJOB, meta["namespace"], meta["name"], patch))
     out.metrics += quota.transitions(old, merged)
-    before = {q.workload: q.state for q in old}
+    before = {(q.workload, q.created): (q.state, q.reason) for q in old}
     for q in merged:
-        if before.get(q.workload) == q.state:
+        if before.get((q.workload, q.created)) == (q.state, q.reason):
             continue
         if q.state == quota.PENDING and q.reason:
             msg = f"step {q.step} waits in queue {q.queue}: {q.reason}: {q.message}"

@@ -256,7 +256,7 @@ def test_max_restarts_then_reached_max_restarts(
     apply(
         kube,
         namespace,
-        *example(namespace, nodes=1, max_restarts=2, codes={"model-exporter": [2, 2, 2, 2]}),
+        *example(namespace, nodes=1, max_restarts=2, codes={"node": [1]}),
     )
     tj = wait_condition(kube, namespace, "Failed", timeout=400)
     cond = condition(tj, "Failed")

@@ -360,3 +360,21 @@ def test_request_resource_for_metrics_and_cache(path: str, resource: str) -> Non
     from trainweave.integrations.metrics import resource_of
 
     assert resource_of(path) == resource
+
+
+def test_kueue_reason_arriving_later_is_announced_once() -> None:
+    wf = workflow({"init": INIT_OK, "trainer": TRAINER_RUN})
+    bare = workload("ft-trainer-a0", queue="gpu")  # just created: no conditions yet
+    tj = trainjob(annotations={"trainweave.io/attempts": "1"})
+    first = reconcile.plan(Observed(tj, (wf,), (), (bare,)), NOW)
+    ann = next(
+        r.body for r in first.after_start if r.method == "PATCH" and "metadata" in (r.body or {})
+    )
+    assert ann is not None
+    tj["metadata"]["annotations"].update(ann["metadata"]["annotations"])
+    waiting = workload("ft-trainer-a0", queue="gpu", pending_reason="WaitingForQuota")
+    second = reconcile.plan(Observed(tj, (wf,), (), (waiting,)), NOW)
+    reasons = [
+        (r.body or {}).get("reason") for r in second.after_start if r.path.endswith("events")
+    ]
+    assert reasons == ["StepWaitingForQuota"]
