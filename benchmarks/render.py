@@ -94,6 +94,21 @@ KFP_SCRIPT = textwrap.dedent(
 )
 
 
+def hera_three_steps() -> None:
+    """Hera alone: build and serialise a 3-step initializer -> trainer -> exporter DAG (reference)."""
+    from hera.workflows import DAG, Container, Resources, Workflow
+
+    with Workflow(name="ref", namespace="ml", entrypoint="main") as w:
+        init = Container(name="init", image="init:1", command=["init"])
+        train = Container(
+            name="train", image="train:1", command=["torchrun"], resources=Resources(gpus=8)
+        )
+        export = Container(name="export", image="export:1", command=["export"])
+        with DAG(name="main"):
+            init() >> train() >> export()
+    w.to_dict()
+
+
 def load() -> str:
     return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
@@ -209,6 +224,8 @@ def main() -> int:
     print(f"full render = {dump_json / renders:.0f}x json.dumps of the same manifests")
     with_json = rate(full_json, seconds, repeats)
     print(f"full render (json):    {with_json:8.0f} /s  ({1e3 / with_json:.2f} ms)  [{load()}]")
+    hera = rate(hera_three_steps, seconds, repeats)
+    print(f"hera alone, 3-step build+to_dict: {hera:8.0f} /s  ({1e3 / hera:.2f} ms)  [{load()}]")
     verdicts = [f"renders/s {renders:.0f} (target >= 500): {'ok' if renders >= 500 else 'MISSED'}"]
     if not args.no_kfp:
         kfp = kfp_rate(args.cpu, seconds, repeats)
