@@ -8,9 +8,10 @@ the last attempt), ``lastRetry.exitCode``, ``lastRetry.status``.
 - podFailurePolicy rules become a ternary chain in rule order (first match
   wins): ``FailJob`` -> false, ``Ignore`` -> true, ``Count`` -> budget check;
 - no rule matched -> ``Count``: ``asInt(retries) < budget``;
-- a node in ``Error`` (its pod was deleted, e.g. by Kueue preemption, or the
-  executor failed) is a disruption: retried without counting unless a
-  ``DisruptionTarget`` rule says otherwise, so a preempted step comes back;
+- a disrupted pod is retried without counting (unless a ``DisruptionTarget`` rule says
+  otherwise), so a preempted step comes back, as a Kueue-suspended Job's pods never count: a node
+  in ``Error`` (pod deleted, executor failure) or a main container that exited 143 (SIGTERM: Kueue
+  preemption, eviction, drain); Argo reports nothing else about preemption (docs/engines.md);
 - ``limit`` = budget + REQUEUE_ALLOWANCE, the most disruption retries a pod gets;
 - backoff is the Job controller's: 10s doubling, capped at 6m; the Job's
   ``activeDeadlineSeconds`` becomes ``maxDuration`` (it spans all attempts).
@@ -24,7 +25,9 @@ from trainweave.model import ExitCodeRule, RetryPolicy
 
 REQUEUE_ALLOWANCE = 10
 _CODE = "asInt(lastRetry.exitCode)"
-_DISRUPTED = "lastRetry.status == 'Error'"
+# A disrupted pod: Argo marks a vanished pod (or one that failed before main started) Error; a pod
+# Kueue preempts gets SIGTERM, and Argo only sees exit code 143 (docs/engines.md, Preemption).
+_DISRUPTED = "lastRetry.status == 'Error' || asInt(lastRetry.exitCode) == 143"
 
 
 def retry_strategy(policy: RetryPolicy, daemon: bool = False) -> m.RetryStrategy:

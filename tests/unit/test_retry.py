@@ -8,7 +8,7 @@ from trainweave.adapters.retry import REQUEUE_ALLOWANCE, retry_expression, retry
 from trainweave.model import ExitCodeRule, RetryPolicy
 
 CODE = "asInt(lastRetry.exitCode)"
-ERR = "lastRetry.status == 'Error'"
+ERR = "lastRetry.status == 'Error' || asInt(lastRetry.exitCode) == 143"
 
 
 @pytest.mark.parametrize(

@@ -53,6 +53,14 @@ def evaluate() -> Callable[[str, int, str, str], bool]:
     return run
 
 
+def test_preemption_beats_a_failjob_rule_and_a_zero_budget(
+    evaluate: Callable[[str, int, str, str], bool],
+) -> None:
+    policy = RetryPolicy(0, (ExitCodeRule("FailJob", "NotIn", (0,)),))
+    assert evaluate(retry_expression(policy), 0, "Failed", "143") is True
+    assert evaluate(retry_expression(policy), 0, "Failed", "1") is False
+
+
 POLICY = RetryPolicy(
     2,
     (
@@ -74,6 +82,7 @@ POLICY = RetryPolicy(
         pytest.param(2, "Failed", "42", False, id="count-budget-spent"),
         pytest.param(0, "Failed", "3", True, id="unmatched-falls-to-count"),
         pytest.param(5, "Error", "-1", True, id="pod-deleted-retries"),
+        pytest.param(7, "Failed", "143", True, id="preempted-sigterm-retries-beyond-budget"),
     ],
 )
 def test_argo_evaluates_our_expression_as_the_job_would(
