@@ -20,16 +20,20 @@ cluster-down: venv
 cluster-status: venv
 	$(PY) hack/cluster.py status
 
-## e2e tests on the local control plane: up if needed, pytest -m e2e, always down afterwards.
+## e2e tests on the local control plane: up if needed, pytest -m e2e, down if it started it.
 ## With KUBECONFIG_E2E=<path> (e.g. from kind-up) the tests run against that cluster instead.
 e2e: venv
 ifeq ($(KUBECONFIG_E2E),)
-	@$(PY) hack/cluster.py up; rc=$$?; \
+	@if $(PY) hack/cluster.py status --strict >/dev/null 2>&1; then \
+	  echo "e2e: using the running cluster (left running)"; started=0; rc=0; \
+	else \
+	  $(PY) hack/cluster.py up; rc=$$?; started=1; \
+	fi; \
 	if [ $$rc -eq 0 ]; then \
 	  TRAINWEAVE_KUBECONFIG=$$($(PY) hack/cluster.py env | sed -n 's/^export TRAINWEAVE_KUBECONFIG=//p') \
 	    $(PY) -m pytest -m e2e tests/e2e $(E2E_PYTEST_ARGS); rc=$$?; \
 	fi; \
-	$(PY) hack/cluster.py down || rc=1; \
+	if [ $$started -eq 1 ]; then $(PY) hack/cluster.py down || rc=1; fi; \
 	exit $$rc
 else
 	TRAINWEAVE_KUBECONFIG=$(KUBECONFIG_E2E) $(PY) -m pytest -m e2e tests/e2e $(E2E_PYTEST_ARGS)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import json
 import os
 import shutil
@@ -31,12 +32,18 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 HACK = ROOT / "hack"
-CLUSTER_NAME = "trainweave-e2e"
+
 E2E_LABEL = "trainweave.test/e2e"
 POOL_LABEL = "trainweave.test/pool"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trainweave"
 STATE = Path(os.environ.get("TRAINWEAVE_STATE_DIR") or CACHE / "cluster")
 KUBECONFIG = STATE / "kubeconfig"
+# A second state dir (TRAINWEAVE_STATE_DIR) gets its own kwokctl cluster name, so two can coexist.
+CLUSTER_NAME = (
+    "trainweave-e2e"
+    if "TRAINWEAVE_STATE_DIR" not in os.environ
+    else "trainweave-e2e-" + hashlib.sha256(str(STATE).encode()).hexdigest()[:8]
+)
 LAST_LOGS = CACHE / "cluster-last-logs"
 
 # Fake node pools (kwok): no taints, loopback InternalIP, labelled for ResourceFlavor nodeLabels.
