@@ -27,7 +27,7 @@ ifeq ($(KUBECONFIG_E2E),)
 	@if $(PY) hack/cluster.py status --strict >/dev/null 2>&1; then \
 	  echo "e2e: using the running cluster (left running)"; started=0; rc=0; \
 	else \
-	  $(PY) hack/cluster.py up; rc=$$?; started=1; \
+	  $(PY) hack/cluster.py up; rc=$$?; started=$$((rc == 0)); \
 	fi; \
 	if [ $$rc -eq 0 ]; then \
 	  TRAINWEAVE_KUBECONFIG=$$($(PY) hack/cluster.py env | sed -n 's/^export TRAINWEAVE_KUBECONFIG=//p') \

@@ -441,7 +441,7 @@ def tcp_open(port: int) -> bool:
 # commands
 
 
-def cmd_up(args: argparse.Namespace) -> None:
+def cmd_up(args: argparse.Namespace, started: dict[str, bool] | None = None) -> None:
     t0 = time.monotonic()
     state = load_state()
     eng = engines_dir()
@@ -451,8 +451,14 @@ def cmd_up(args: argparse.Namespace) -> None:
         log("already up")
         cmd_status(args)
         return
+    if state and any(pid_alive(p) for p in all_pids(state).values()):
+        # Possibly another `up` in progress (or another session's cluster): never stop it here.
+        die(
+            f"a cluster from {STATE} is running but not (yet) healthy: see `make cluster-status`, "
+            "stop it with `make cluster-down`, or use another TRAINWEAVE_STATE_DIR"
+        )
     if state or STATE.exists():
-        log("stale state found: cleaning it up first")
+        log("stale state found (no process alive): cleaning it up first")
         cmd_down(args)
 
     if not args.no_build:
@@ -463,6 +469,8 @@ def cmd_up(args: argparse.Namespace) -> None:
     kwok_dir, kueue_dir = Path(sources["KWOK_DIR"]), Path(sources["KUEUE_DIR"])
     argo_dir, trainer_dir = Path(sources["ARGO_DIR"]), Path(sources["TRAINER_DIR"])
 
+    if started is not None:
+        started["ours"] = True
     STATE.mkdir(parents=True, exist_ok=True)
     state = {"engines": str(eng), "kubeconfig": str(KUBECONFIG), "pids": {}, "ports": {}}
     save_state(state)
@@ -625,12 +633,13 @@ def cmd_up(args: argparse.Namespace) -> None:
 
 def cmd_up_or_clean(args: argparse.Namespace) -> None:
     """`up`, and on failure `down` (no process left behind) unless --keep-on-failure."""
+    started = {"ours": False}
     try:
-        cmd_up(args)
+        cmd_up(args, started)
     except (Exception, SystemExit) as e:
         if isinstance(e, SystemExit) and not e.code:
             raise
-        if not args.keep_on_failure:
+        if started["ours"] and not args.keep_on_failure:
             for f in sorted((STATE / "logs").glob("*.log")) if (STATE / "logs").exists() else []:
                 tail = f.read_text(errors="replace").splitlines()[-15:]
                 sys.stderr.write(f"--- last lines of {f}\n" + "\n".join(tail) + "\n")

@@ -6,8 +6,12 @@ by kwok (hack/e2e/pod-stages.yaml): `trainweave.test/exit-code[.N]`, `trainweave
 
 from __future__ import annotations
 
+import ipaddress
+import json
+import os
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +23,7 @@ from .kube import (
     Kube,
     condition,
     condition_is,
+    default_kubeconfig,
     load_manifest,
     parse_time,
     pod_nodes,
@@ -537,3 +542,55 @@ def test_foreground_deleted_workflow_takes_its_workloads_along(
     wait_until("Workload gone", lambda: kube.workload(namespace, group) is None, timeout=60)
     wait_until("pods gone", lambda: not kube.group_pods(namespace, group), timeout=60)
     wait_until("quota released", lambda: _admitted_workloads(kube, namespace) == 0, timeout=30)
+
+
+# ------------------------------------------------------------------------------------------------
+# 6. the loopback rule of the local control plane (skipped on other clusters, e.g. kind)
+
+
+def _listeners(pid: int) -> set[tuple[str, int]]:
+    """(address, port) of the TCP sockets in LISTEN state that process `pid` holds."""
+    inodes = set()
+    fd_dir = Path(f"/proc/{pid}/fd")
+    for fd in fd_dir.iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    out = set()
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        for line in Path(table).read_text().splitlines()[1:]:
+            f = line.split()
+            if f[3] != "0A" or f[9] not in inodes:  # 0A = LISTEN
+                continue
+            hexaddr, hexport = f[1].split(":")
+            raw = bytes.fromhex(hexaddr)
+            if width == 8:
+                addr = str(ipaddress.IPv4Address(raw[::-1]))
+            else:  # four little-endian 32-bit words
+                words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
+                addr = str(ipaddress.IPv6Address(words))
+            out.add((addr, int(hexport, 16)))
+    return out
+
+
+def test_local_control_plane_listens_on_loopback_only() -> None:
+    state_file = default_kubeconfig().parent / "cluster.json"
+    if not state_file.exists():  # e.g. kind: no hack/cluster.py state beside the kubeconfig
+        pytest.skip("not the local control plane (hack/cluster.py)")
+    state = json.loads(state_file.read_text())
+    pids = dict(state["pids"])
+    kwok_pids = state_file.parent / "kwok" / "clusters"
+    for f in kwok_pids.glob("*/pids/*.pid"):
+        pids[f.stem] = int(f.read_text())
+    assert {"etcd", "kube-apiserver", "kueue", "workflow-controller"} <= set(pids)
+    seen = {}
+    for name, pid in pids.items():
+        for addr, port in _listeners(pid):
+            seen[f"{name}:{port}"] = addr
+            if name == "workflow-controller" and port == 6060:
+                continue  # upstream hard-wires pprof/healthz on :6060 (docs/local-control-plane.md)
+            assert ipaddress.ip_address(addr).is_loopback, (name, addr, port)
+    assert any(k.startswith("kube-apiserver:") for k in seen), seen
