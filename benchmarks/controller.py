@@ -16,6 +16,7 @@ Prints the machine and engine versions. No sleeps as synchronisation: waits poll
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -57,9 +58,14 @@ def runtime(ns: str) -> Json:
                                 {
                                     "name": name,
                                     "image": "registry.invalid/bench:1",
+                                    "command": ["true"],
                                     "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+                                    "volumeMounts": [
+                                        {"name": "initializer", "mountPath": "/workspace"}
+                                    ],
                                 }
-                            ]
+                            ],
+                            "volumes": [{"name": "initializer", "emptyDir": {}}],
                         },
                     }
                 },
@@ -118,6 +124,7 @@ class Watcher:
         self.ns = ns
         self.wf_done: dict[str, float] = {}
         self.tj_done: dict[str, float] = {}
+        self.outcome: dict[str, str] = {}
         self.stop = threading.Event()
 
     def _loop(self, group: str, version: str, plural: str, fn: Any) -> None:
@@ -139,6 +146,7 @@ class Watcher:
         for c in (obj.get("status") or {}).get("conditions") or []:
             if c["type"] in ("Complete", "Failed") and c["status"] == "True":
                 self.tj_done.setdefault(obj["metadata"]["name"], t)
+                self.outcome.setdefault(obj["metadata"]["name"], f"{c['type']}/{c['reason']}")
 
     def start(self) -> None:
         for args in (("argoproj.io", "v1alpha1", "workflows", self.on_wf),
@@ -231,11 +239,16 @@ def main() -> int:
     for i in range(n):
         custom.create_namespaced_custom_object(*TRAINER, ns, "trainjobs", trainjob(ns, f"tj-{i}"))
     deadline = started + args.timeout
-    while len(watcher.tj_done) < n and time.monotonic() < deadline:
-        watcher.stop.wait(0.5)
+    reqs: dict[str, float] = {}
+    cpu, rss = 0.0, 0
+    while len(watcher.tj_done) < n and time.monotonic() < deadline and ctl.poll() is None:
+        watcher.stop.wait(2.0)
+        # keep the last good sample: the controller may be gone at the end
+        with contextlib.suppress(OSError):
+            reqs, (cpu, rss) = scrape(port), proc_stats(ctl.pid)
     wall = time.monotonic() - started
-    cpu, rss = proc_stats(ctl.pid)
-    reqs = scrape(port)
+    with contextlib.suppress(OSError):
+        reqs, (cpu, rss) = scrape(port), proc_stats(ctl.pid)
     ctl.send_signal(signal.SIGTERM)
     ctl.wait(30)
     watcher.stop.set()
@@ -245,6 +258,9 @@ def main() -> int:
     result = {
         "trainjobs": n,
         "finished": len(watcher.tj_done),
+        "outcomes": {
+            o: list(watcher.outcome.values()).count(o) for o in set(watcher.outcome.values())
+        },
         "wall_seconds": round(wall, 1),
         "latency_p50_s": round(pct(lat, 0.5), 3) if lat else None,
         "latency_p99_s": round(pct(lat, 0.99), 3) if lat else None,
@@ -258,7 +274,7 @@ def main() -> int:
     }
     print(json.dumps(result, indent=2))
     core.delete_namespace(ns)
-    return 0 if result["finished"] == n else 1
+    return 0 if result["outcomes"].get("Complete/AllJobsCompleted") == n else 1
 
 
 if __name__ == "__main__":
