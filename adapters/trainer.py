@@ -228,7 +228,7 @@ def _add_claim_volumes(ctx: _Context, pod_spec: Json) -> None:
 
 def _apply_trainjob(ctx: _Context, name: str, ancestor: Ancestor | None, pod_spec: Json) -> None:
     tj = ctx.trainjob.spec
-    container = _container(
+    container = validate.container(
         pod_spec,
         name if ancestor in (Ancestor.DATASET_INITIALIZER, Ancestor.MODEL_INITIALIZER) else "node",
     )
@@ -280,7 +280,7 @@ def _apply_ml_policy(
         pet, master = mlpolicy.torch_env(
             ctx.name, ctx.subdomain, ctx.num_nodes, ctx.nproc, resources
         )
-        node = _container(pod_spec, "node")
+        node = validate.container(pod_spec, "node")
         if ancestor is Ancestor.TRAINER and node is not None:
             mlpolicy.upsert_env(node, pet + master)
             mlpolicy.upsert_by_name(
@@ -289,7 +289,7 @@ def _apply_ml_policy(
         for target in policy.torch.env_injection.targets if policy.torch.env_injection else []:
             if target.job_name == name:
                 for cname in target.container_names:
-                    found = _container(pod_spec, cname, init=True)
+                    found = validate.container(pod_spec, cname, init=True)
                     if found is not None:
                         mlpolicy.upsert_env(found, pet + master)
     if policy.mpi is not None and name in ("node", "launcher"):
@@ -298,7 +298,7 @@ def _apply_ml_policy(
         mlpolicy.upsert_by_name(
             pod_spec.setdefault("volumes", []), [mlpolicy.mpi_secret_volume(ctx.name)]
         )
-        node = _container(pod_spec, "node")
+        node = validate.container(pod_spec, "node")
         if node is not None:
             mounts = [{"name": "mpi-ssh-auth", "mountPath": mpi.ssh_auth_mount_path}]
             if name == "launcher":
@@ -320,19 +320,10 @@ def _trainer_resources(trainjob: TrainJob, spec: RuntimeSpec) -> Json:
     for rj in spec.template.spec.replicated_jobs:
         if _ancestor({"template": rj.template}) is Ancestor.TRAINER:
             pod = ((rj.template.get("spec") or {}).get("template") or {}).get("spec") or {}
-            node = _container(pod, "node")
+            node = validate.container(pod, "node")
             if node is not None:
                 return dict(node.get("resources") or {})
     return {}
-
-
-def _container(pod_spec: Json, name: str, init: bool = False) -> Json | None:
-    keys = ("containers", "initContainers") if init else ("containers",)
-    for key in keys:
-        for container in pod_spec.get(key) or []:
-            if container.get("name") == name:
-                return container  # type: ignore[no-any-return]
-    return None
 
 
 def _ancestor(raw: Json) -> Ancestor | None:

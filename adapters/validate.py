@@ -164,9 +164,10 @@ def name_errors(trainjob: str, jobs: list[Job]) -> list[InputError]:
     return errors
 
 
-def container(pod_spec: Json, name: str) -> Json | None:
-    """The container called ``name`` in a pod spec."""
-    for c in pod_spec.get("containers") or []:
-        if c.get("name") == name:
-            return c  # type: ignore[no-any-return]
+def container(pod_spec: Json, name: str, init: bool = False) -> Json | None:
+    """The container called ``name`` in a pod spec (also among init containers if ``init``)."""
+    for key in ("containers", "initContainers") if init else ("containers",):
+        for c in pod_spec.get(key) or []:
+            if c.get("name") == name:
+                return c  # type: ignore[no-any-return]  # JSON dict from the wire
     return None

@@ -265,7 +265,7 @@ def parse_trainjob(doc: Json, source: str = "") -> TrainJob:
     """A TrainJob from a wire dict; InputErrors name every problem."""
     if doc.get("kind") != "TrainJob" or doc.get("apiVersion") != API_VERSION:
         raise InputErrors([_not_a(doc, "TrainJob", source, Reason.INVALID_TRAINJOB)])
-    job = _validate(TrainJob, doc, source, Reason.INVALID_TRAINJOB)
+    job = validate_model(TrainJob, doc, source, Reason.INVALID_TRAINJOB)
     errors = _trainjob_checks(job)
     if errors:
         raise InputErrors(errors).at(source)
@@ -278,7 +278,7 @@ def parse_runtime(doc: Json, source: str = "") -> Runtime:
         doc.get("apiVersion") != API_VERSION
     ):
         raise InputErrors([_not_a(doc, "TrainingRuntime", source, Reason.INVALID_RUNTIME)])
-    runtime = _validate(Runtime, doc, source, Reason.INVALID_RUNTIME)
+    runtime = validate_model(Runtime, doc, source, Reason.INVALID_RUNTIME)
     errors: list[InputError] = []
     spec = runtime.spec.template.spec
     for i, rjob in enumerate(spec.replicated_jobs):
@@ -339,7 +339,8 @@ def _trainjob_checks(job: TrainJob) -> list[InputError]:
     return errors
 
 
-def _validate(model: type[M], doc: Json, source: str, reason: Reason) -> M:
+def validate_model(model: type[M], doc: Json, source: str, reason: Reason) -> M:
+    """``model`` from ``doc``; pydantic's errors become InputErrors with field paths."""
     try:
         return model.model_validate(doc)
     except ValidationError as exc:
@@ -360,7 +361,7 @@ def _message(err: Any) -> str:
         return "unknown field"
     if err["type"] == "missing":
         return "required field is missing"
-    return str(err["msg"])
+    return str(err["msg"]).removeprefix("Value error, ")
 
 
 def _not_a(doc: Json, kind: str, source: str, reason: Reason) -> InputError:

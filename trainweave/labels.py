@@ -86,3 +86,4 @@ class Reason(str, enum.Enum):
     INVALID_RUNTIME = "InvalidRuntime"
     INVALID_TRAINJOB = "InvalidTrainJob"
     UNSUPPORTED_FIELD = "UnsupportedField"
+    INVALID_QUEUES = "InvalidQueues"  # trainweave plan's queue files

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -26,20 +26,19 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    ValidationError,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
 
 from trainweave.errors import InputError, InputErrors
-from trainweave.inputs import ObjectMeta
+from trainweave.inputs import ObjectMeta, validate_model
+from trainweave.labels import Reason
 from trainweave.quantity import QuantityError, parse
 
 GROUP = "kueue.x-k8s.io"
 VERSIONS = ("v1beta2", "v1beta1")
 KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue")
 Json = dict[str, Any]
-M = TypeVar("M", bound=BaseModel)
 
 # The pattern Kubernetes CRDs put on int-or-string quantities.
 _QUANTITY = re.compile(
@@ -379,13 +378,13 @@ def parse_queue(doc: Json, source: str = "") -> ResourceFlavor | ClusterQueue | 
         )
     obj: ResourceFlavor | ClusterQueue | LocalQueue
     if kind == "ResourceFlavor":
-        obj = _validate(ResourceFlavor, doc, source)
+        obj = validate_model(ResourceFlavor, doc, source, Reason.INVALID_QUEUES)
     elif kind == "LocalQueue":
-        obj = _validate(LocalQueue, doc, source)
+        obj = validate_model(LocalQueue, doc, source, Reason.INVALID_QUEUES)
     elif api_version == f"{GROUP}/v1beta1":
-        obj = _validate(ClusterQueueV1Beta1, doc, source)
+        obj = validate_model(ClusterQueueV1Beta1, doc, source, Reason.INVALID_QUEUES)
     else:
-        obj = _validate(ClusterQueueV1Beta2, doc, source)
+        obj = validate_model(ClusterQueueV1Beta2, doc, source, Reason.INVALID_QUEUES)
     if not obj.metadata.name:
         raise InputErrors([InputError("metadata.name", "required field is missing", source)])
     return obj
@@ -394,28 +393,3 @@ def parse_queue(doc: Json, source: str = "") -> ResourceFlavor | ClusterQueue | 
 def quota_amount(value: str | int | None) -> Decimal | None:
     """A validated quota quantity as a number (None stays None)."""
     return None if value is None else parse(value)
-
-
-def _validate(model: type[M], doc: Json, source: str) -> M:
-    try:
-        return model.model_validate(doc)
-    except ValidationError as exc:
-        raise InputErrors(
-            InputError(_loc(err["loc"]), _message(err), source) for err in exc.errors()
-        ) from None
-
-
-def _loc(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(document)"
-
-
-def _message(err: Any) -> str:
-    if err["type"] == "extra_forbidden":
-        return "unknown field"
-    if err["type"] == "missing":
-        return "required field is missing"
-    msg = str(err["msg"])
-    return msg.removeprefix("Value error, ")
