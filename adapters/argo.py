@@ -5,11 +5,14 @@ Pure. One Workflow per TrainJob attempt, in the TrainJob's namespace:
 - entrypoint DAG ``main``: one task per step (``depends`` = the step's
   ``Complete`` predecessors); each step task runs a DAG template
   ``step-<step>`` with one task per pod (``<job>-<replica>-<index>``);
-- one container template per replicatedJob, taking ``replica`` and ``index``
-  parameters; its pods carry the step's Kueue pod-group labels (queue,
-  group name, total count = pods in the step), trainweave's and JobSet's
-  labels, the completion-index annotation, and a ``podSpecPatch`` for the pod
-  fields Argo templates lack (hostname/subdomain for stable DNS among them);
+- one containerSet template per replicatedJob (one container, keeping the
+  runtime's container name: ``node``, ``dataset-initializer``... as a Job's pod
+  has it; a container template would rename it ``main``), taking ``replica``
+  and ``index`` parameters; its pods carry the step's Kueue pod-group labels
+  (queue, group name, total count = pods in the step), trainweave's and
+  JobSet's labels, the completion index as label and annotation, and a
+  ``podSpecPatch`` for the pod fields Argo templates lack (hostname/subdomain
+  for stable DNS among them);
 - ``retryStrategy`` from the Job's RetryPolicy (``adapters.retry``);
 - no queue label at workflow level (design decision 8);
 - an exit handler deleting the step Workloads of a failed run, where no
@@ -154,6 +157,7 @@ def pod_labels(pipeline: Pipeline, step: Step, job: Job) -> dict[str, str]:
         L.JOBSET_NAME: pipeline.name,
         L.JOBSET_REPLICATED_JOB_NAME: job.name,
         L.JOBSET_JOB_INDEX: "{{inputs.parameters.replica}}",
+        L.JOB_COMPLETION_INDEX: "{{inputs.parameters.index}}",
         L.KUEUE_QUEUE_NAME: step.queue,
         L.KUEUE_POD_GROUP_NAME: names.group_name(pipeline.name, step.name, pipeline.attempt),
     }
@@ -195,7 +199,7 @@ def pod_template(pipeline: Pipeline, step: Step, job: Job) -> m.Template:
         name=job.name,
         inputs=m.Inputs(parameters=[m.Parameter(name="replica"), m.Parameter(name="index")]),
         metadata=m.Metadata(labels=labels, annotations=annotations),
-        container=m.Container.model_validate(main),
+        container_set=m.ContainerSetTemplate(containers=[m.ContainerNode.model_validate(main)]),
         init_containers=[
             m.UserContainer.model_validate(c) for c in spec.get("initContainers") or []
         ]

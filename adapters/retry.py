@@ -3,7 +3,17 @@
 Pure. Argo (v4.0.7 ``workflow/controller/operator.go`` processNodeRetries)
 retries a node while ``len(children) <= limit`` and, if an ``expression`` is
 set, only while it is true; the expression sees strings ``retries`` (index of
-the last attempt), ``lastRetry.exitCode``, ``lastRetry.status``.
+the last attempt), ``lastRetry.exitCode``, ``lastRetry.status``,
+``lastRetry.message``.
+
+Exit codes are read from ``lastRetry.message``: step pods are containerSet
+templates (the runtime's container names kept), and Argo fills
+``outputs.exitCode`` (so ``lastRetry.exitCode``) only from a container named
+``main`` (operator.go getExitCode; ``-1`` otherwise). A failed pod's node
+message is ``<container>: <reason> (exit code N)[: <termination message>]``
+(operator.go inferFailedReason), or the pod's own status message when it has
+one (eviction), which names no exit code and so matches no exit-code rule,
+as a Job's podFailurePolicy matches only terminated containers.
 
 - podFailurePolicy rules become a ternary chain in rule order (first match
   wins): ``FailJob`` -> false, ``Ignore`` -> true, ``Count`` -> budget check;
@@ -24,10 +34,18 @@ from trainweave.adapters.hera_models import models as m
 from trainweave.model import ExitCodeRule, RetryPolicy
 
 REQUEUE_ALLOWANCE = 10
-_CODE = "asInt(lastRetry.exitCode)"
+# Go regexp (expr-lang ``matches``) over inferFailedReason's message; brackets, not backslashes.
+_EXIT_CODE = "^[^:]+: [^(]*[(]exit code ({codes})[)]"
+
+
+def exit_code_in(codes: str) -> str:
+    """expr-lang test: the last attempt's failed container exited with one of ``codes`` (regexp)."""
+    return f"lastRetry.message matches '{_EXIT_CODE.format(codes=codes)}'"
+
+
 # A disrupted pod: Argo marks a vanished pod (or one that failed before main started) Error; a pod
 # Kueue preempts gets SIGTERM, and Argo only sees exit code 143 (docs/engines.md, Preemption).
-_DISRUPTED = "lastRetry.status == 'Error' || asInt(lastRetry.exitCode) == 143"
+_DISRUPTED = f"lastRetry.status == 'Error' || {exit_code_in('143')}"
 
 
 def retry_strategy(policy: RetryPolicy, daemon: bool = False) -> m.RetryStrategy:
@@ -67,9 +85,10 @@ def retry_expression(policy: RetryPolicy) -> str:
 def _condition(rule: ExitCodeRule) -> str:
     if rule.disruption:
         return _DISRUPTED
-    values = ", ".join(str(v) for v in rule.values)
-    test = f"{_CODE} in [{values}]"
-    return test if rule.operator == "In" else f"not ({test})"
+    test = exit_code_in("|".join(str(v) for v in rule.values))
+    if rule.operator == "In":
+        return test
+    return f"{exit_code_in('[0-9]+')} && not ({test})"
 
 
 def _outcome(action: str, count: str) -> str:

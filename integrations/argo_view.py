@@ -5,11 +5,15 @@ Maps ``status.nodes`` (argo ``pkg/apis/workflow/v1alpha1/workflow_types.go``
 Workflow names each step's task after the step, so the step's node is
 ``<wf>.<step>`` and its pods are ``<wf>.<step>.<pod-task>`` (a ``Retry`` node
 when the template retries) with attempts ``...(0)``, ``...(1)``. Exit codes are
-read from the last attempt's Pod node ``outputs.exitCode`` (a string; argo
-``operator.go getExitCode`` copies it from the ``main`` container), never from
-the Retry parent. ``status.compressedNodes`` is base64(gzip(JSON)) (argo
-``util/file/fileutil.go``); offloaded nodes (``offloadNodeStatusVersion``) are
-reported as unknown.
+read from the last attempt's Pod node, never from the Retry parent: its
+``outputs.exitCode`` when set (argo ``operator.go getExitCode`` copies it only
+from a container named ``main``), else the ``(exit code N)`` of its message
+(``inferFailedReason``: ``<container>: <reason> (exit code N)...``), which is
+where a containerSet pod's code is. ``status.compressedNodes`` is
+base64(gzip(JSON)) (argo ``util/file/fileutil.go``: gzip or pgzip, both gzip
+streams; v4.0.7 has no other codec); offloaded nodes
+(``offloadNodeStatusVersion``) live in Argo's database and are reported as
+unknown.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ FAILED = frozenset({"Failed", "Error"})
 
 
 _ATTEMPT_SUFFIX = re.compile(r"\((\d+)\)$")
+_MESSAGE_EXIT_CODE = re.compile(r"^[^:]+: [^(]*\(exit code (\d+)\)")
 
 
 @dataclass(frozen=True)
@@ -178,17 +183,25 @@ def _pods(prefix: str, by_name: dict[str, Json]) -> tuple[PodResult, ...]:
             last[slot] = (index, node)
     results = []
     for slot, (index, node) in sorted(last.items()):
-        code = (node.get("outputs") or {}).get("exitCode")
         results.append(
             PodResult(
                 slot=slot,
                 phase=str(node.get("phase") or ""),
-                exit_code=int(code) if code not in (None, "") else None,
+                exit_code=exit_code(node),
                 message=str(node.get("message") or ""),
                 attempts=index + 1,
             )
         )
     return tuple(results)
+
+
+def exit_code(node: Json) -> int | None:
+    """A Pod node's exit code: ``outputs.exitCode``, else the one its failure message names."""
+    code = (node.get("outputs") or {}).get("exitCode")
+    if code not in (None, ""):
+        return int(code)
+    match = _MESSAGE_EXIT_CODE.match(str(node.get("message") or ""))
+    return int(match.group(1)) if match else None
 
 
 def _template_steps(workflow: Json) -> list[str]:

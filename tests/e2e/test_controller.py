@@ -485,13 +485,6 @@ def sdk_python() -> Path:
     return py
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kubeflow 0.5.0 get_job/wait_for_job_status look for the pod's container named after the "
-    "step (dataset-initializer, model-initializer, node) and the label "
-    "batch.kubernetes.io/job-completion-index on node pods; Argo's container templates name the "
-    "container `main` (needs adapters.argo: containerSet templates + the label)",
-)
 def test_kubeflow_sdk_sees_trainweave_trainjobs(
     kube: Kube, namespace: str, queues: Any, controller: ControllerProc
 ) -> None:

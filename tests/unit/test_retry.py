@@ -7,8 +7,11 @@ from trainweave.adapters.retry import REQUEUE_ALLOWANCE, retry_expression, retry
 
 from trainweave.model import ExitCodeRule, RetryPolicy
 
-CODE = "asInt(lastRetry.exitCode)"
-ERR = "lastRetry.status == 'Error' || asInt(lastRetry.exitCode) == 143"
+ERR = "lastRetry.status == 'Error' || lastRetry.message matches '^[^:]+: [^(]*[(]exit code (143)[)]'"
+
+
+def code(codes: str) -> str:
+    return f"lastRetry.message matches '^[^:]+: [^(]*[(]exit code ({codes})[)]'"
 
 
 @pytest.mark.parametrize(
@@ -17,24 +20,24 @@ ERR = "lastRetry.status == 'Error' || asInt(lastRetry.exitCode) == 143"
         pytest.param(RetryPolicy(6), f"({ERR}) || (asInt(retries) < 6)", id="budget-only"),
         pytest.param(
             RetryPolicy(2, (ExitCodeRule("FailJob", "In", (1, 2)),)),
-            f"({ERR}) || (({CODE} in [1, 2]) ? false : (asInt(retries) < 2))",
+            f"({ERR}) || (({code('1|2')}) ? false : (asInt(retries) < 2))",
             id="failjob-codes",
         ),
         pytest.param(
             RetryPolicy(3, (ExitCodeRule("Ignore", "In", (137,)),)),
-            f"({ERR}) || (({CODE} in [137]) ? true : (asInt(retries) < 3))",
+            f"({ERR}) || (({code('137')}) ? true : (asInt(retries) < 3))",
             id="ignore-codes",
         ),
         pytest.param(
             RetryPolicy(1, (ExitCodeRule("Count", "NotIn", (0, 42)),)),
-            f"({ERR}) || ((not ({CODE} in [0, 42])) ? asInt(retries) < 1 : (asInt(retries) < 1))",
+            f"({ERR}) || (({code('[0-9]+')} && not ({code('0|42')})) ? asInt(retries) < 1 : (asInt(retries) < 1))",
             id="count-notin",
         ),
         pytest.param(
             RetryPolicy(
                 0, (ExitCodeRule("FailJob", disruption=True), ExitCodeRule("Ignore", "In", (3,)))
             ),
-            f"({ERR}) ? false : (({CODE} in [3]) ? true : (asInt(retries) < 0))",
+            f"({ERR}) ? false : (({code('3')}) ? true : (asInt(retries) < 0))",
             id="disruption-rule-replaces-default",
         ),
     ],

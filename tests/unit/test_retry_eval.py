@@ -25,19 +25,23 @@ CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trai
 
 @pytest.fixture(scope="module")
 def evaluate() -> Callable[[str, int, str, str], bool]:
+    """``run(expr, retries, status, message)``: Argo's answer for a containerSet pod's last attempt.
+
+    ``lastRetry.exitCode`` is ``-1`` as Argo reports it for a pod without a ``main`` container.
+    """
     binary = CACHE / f"exprcheck-argo-{ARGO_VERSION}"
     if not binary.exists():
         subprocess.run(
             ["go", "build", "-o", str(binary), "."], cwd=ROOT / "hack" / "exprcheck", check=True
         )
 
-    def run(expr: str, retries: int, status: str, code: str) -> bool:
+    def run(expr: str, retries: int, status: str, message: str) -> bool:
         scope = {
             "retries": str(retries),
-            "lastRetry.exitCode": code,
+            "lastRetry.exitCode": "-1",
             "lastRetry.status": status,
             "lastRetry.duration": "3",
-            "lastRetry.message": "",
+            "lastRetry.message": message,
         }
         out = subprocess.run(
             [str(binary)],
@@ -57,8 +61,13 @@ def test_preemption_beats_a_failjob_rule_and_a_zero_budget(
     evaluate: Callable[[str, int, str, str], bool],
 ) -> None:
     policy = RetryPolicy(0, (ExitCodeRule("FailJob", "NotIn", (0,)),))
-    assert evaluate(retry_expression(policy), 0, "Failed", "143") is True
-    assert evaluate(retry_expression(policy), 0, "Failed", "1") is False
+    assert evaluate(retry_expression(policy), 0, "Failed", failed(143)) is True
+    assert evaluate(retry_expression(policy), 0, "Failed", failed(1)) is False
+
+
+def failed(code: int, container: str = "node", reason: str = "Error", extra: str = "") -> str:
+    """A failed pod node's message as Argo v4.0.7 inferFailedReason writes it."""
+    return f"{container}: {reason} (exit code {code}){extra}"
 
 
 POLICY = RetryPolicy(
@@ -72,24 +81,34 @@ POLICY = RetryPolicy(
 
 
 @pytest.mark.parametrize(
-    ("retries", "status", "code", "retry"),
+    ("retries", "status", "message", "retry"),
     [
-        pytest.param(0, "Failed", "1", False, id="failjob-code-never-retries"),
-        pytest.param(0, "Failed", "137", True, id="ignore-code-retries"),
-        pytest.param(9, "Failed", "137", True, id="ignore-code-beyond-budget"),
-        pytest.param(0, "Failed", "42", True, id="count-within-budget"),
-        pytest.param(1, "Failed", "42", True, id="count-last-unit"),
-        pytest.param(2, "Failed", "42", False, id="count-budget-spent"),
-        pytest.param(0, "Failed", "3", True, id="unmatched-falls-to-count"),
-        pytest.param(5, "Error", "-1", True, id="pod-deleted-retries"),
-        pytest.param(7, "Failed", "143", True, id="preempted-sigterm-retries-beyond-budget"),
+        pytest.param(0, "Failed", failed(1), False, id="failjob-code-never-retries"),
+        pytest.param(0, "Failed", failed(2, "dataset-initializer"), False, id="any-container"),
+        pytest.param(0, "Failed", failed(1, extra=": CUDA error"), False, id="with-term-message"),
+        pytest.param(0, "Failed", failed(137, reason="OOMKilled"), True, id="ignore-code-retries"),
+        pytest.param(9, "Failed", failed(137), True, id="ignore-code-beyond-budget"),
+        pytest.param(0, "Failed", failed(42), True, id="count-within-budget"),
+        pytest.param(1, "Failed", failed(42), True, id="count-last-unit"),
+        pytest.param(2, "Failed", failed(42), False, id="count-budget-spent"),
+        pytest.param(2, "Failed", failed(12), False, id="code-is-not-a-prefix-match"),
+        pytest.param(0, "Failed", failed(3), True, id="unmatched-falls-to-count"),
+        pytest.param(2, "Failed", failed(3), False, id="unmatched-counts"),
+        pytest.param(5, "Error", "pod deleted", True, id="pod-deleted-retries"),
+        pytest.param(7, "Failed", failed(143), True, id="preempted-sigterm-retries-beyond-budget"),
+        pytest.param(
+            2, "Failed", failed(42, extra=": (exit code 137)"), False, id="term-message-ignored"
+        ),
+        pytest.param(
+            0, "Failed", "The node was low on resource: memory.", True, id="evicted-no-code-counts"
+        ),
     ],
 )
 def test_argo_evaluates_our_expression_as_the_job_would(
     evaluate: Callable[[str, int, str, str], bool],
     retries: int,
     status: str,
-    code: str,
+    message: str,
     retry: bool,
 ) -> None:
-    assert evaluate(retry_expression(POLICY), retries, status, code) is retry
+    assert evaluate(retry_expression(POLICY), retries, status, message) is retry

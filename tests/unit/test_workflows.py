@@ -102,11 +102,13 @@ def test_example_user_dag_mixes_plain_templates(example: Json) -> None:
 
 def test_trainer_gang_env_and_dns(example: Json) -> None:
     node = templates_of(example)["node"]
-    env = {e["name"]: e.get("value") for e in node["container"]["env"]}
+    [container] = node["containerSet"]["containers"]
+    assert container["name"] == "node"  # kept, as a Job's pod has it (the Kubeflow SDK looks for it)
+    env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["PET_NNODES"] == "2"
     assert env["PET_NPROC_PER_NODE"] == "8"
     assert env["PET_MASTER_ADDR"] == "{{workflow.name}}-node-0-0.{{workflow.name}}"
-    assert node["container"]["resources"]["limits"] == {"nvidia.com/gpu": "8"}
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "8"}
     assert '"subdomain":"{{workflow.name}}"' in node["podSpecPatch"]
     service = templates_of(example)["trainweave-service"]["resource"]
     assert service["action"] == "apply" and service["setOwnerReference"] is True
