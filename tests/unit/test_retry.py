@@ -7,7 +7,9 @@ from trainweave.adapters.retry import REQUEUE_ALLOWANCE, retry_expression, retry
 
 from trainweave.model import ExitCodeRule, RetryPolicy
 
-ERR = "lastRetry.status == 'Error' || lastRetry.message matches '^[^:]+: [^(]*[(]exit code (143)[)]'"
+ERR = (
+    "lastRetry.status == 'Error' || lastRetry.message matches '^[^:]+: [^(]*[(]exit code (143)[)]'"
+)
 
 
 def code(codes: str) -> str:

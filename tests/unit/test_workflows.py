@@ -103,7 +103,9 @@ def test_example_user_dag_mixes_plain_templates(example: Json) -> None:
 def test_trainer_gang_env_and_dns(example: Json) -> None:
     node = templates_of(example)["node"]
     [container] = node["containerSet"]["containers"]
-    assert container["name"] == "node"  # kept, as a Job's pod has it (the Kubeflow SDK looks for it)
+    assert (
+        container["name"] == "node"
+    )  # kept, as a Job's pod has it (the Kubeflow SDK looks for it)
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["PET_NNODES"] == "2"
     assert env["PET_NPROC_PER_NODE"] == "8"
