@@ -125,6 +125,8 @@ class Watcher:
         self.wf_done: dict[str, float] = {}
         self.tj_done: dict[str, float] = {}
         self.outcome: dict[str, str] = {}
+        self.status_seen: dict[str, str] = {}
+        self.status_changes: dict[str, int] = {}
         self.stop = threading.Event()
 
     def _loop(self, group: str, version: str, plural: str, fn: Any) -> None:
@@ -143,6 +145,11 @@ class Watcher:
             self.wf_done.setdefault(tj, t)
 
     def on_tj(self, obj: Json, t: float) -> None:
+        name = obj["metadata"]["name"]
+        status = json.dumps(obj.get("status") or {}, sort_keys=True)
+        if status != self.status_seen.get(name, "{}"):
+            self.status_changes[name] = self.status_changes.get(name, 0) + 1
+            self.status_seen[name] = status
         for c in (obj.get("status") or {}).get("conditions") or []:
             if c["type"] in ("Complete", "Failed") and c["status"] == "True":
                 self.tj_done.setdefault(obj["metadata"]["name"], t)
@@ -174,9 +181,12 @@ def scrape(port: int) -> dict[str, float]:
             labels, value = line.rsplit(" ", 1)
             verb = labels.split('verb="')[1].split('"')[0]
             resource = labels.split('resource="')[1].split('"')[0]
+            sub = labels.split('subresource="')[1].split('"')[0]
             if resource == "leases":
                 continue
             out[verb] = out.get(verb, 0.0) + float(value)
+            key = f"{verb} {resource}/{sub}" if sub else f"{verb} {resource}"
+            out[key] = out.get(key, 0.0) + float(value)
     return out
 
 
@@ -266,7 +276,14 @@ def main() -> int:
         "latency_p99_s": round(pct(lat, 0.99), 3) if lat else None,
         "reads_per_trainjob": round(reads / n, 2),
         "writes_per_trainjob": round(writes / n, 2),
+        # status writes vs the status changes this watcher saw (each a Trainer-visible transition:
+        # a condition or a jobsStatus count); target: writes <= transitions + 2
+        "status_writes_per_trainjob": round(reqs.get("patch trainjobs/status", 0) / n, 2),
+        "status_transitions_per_trainjob": round(sum(watcher.status_changes.values()) / n, 2),
         "watch_requests": reqs.get("watch", 0),
+        "requests_per_trainjob_by_kind": {
+            k: round(v / n, 2) for k, v in sorted(reqs.items()) if " " in k and "watch" not in k
+        },
         "controller_cpu_seconds": round(cpu, 2),
         "controller_peak_rss_mib": round(rss / 2**20, 1),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},

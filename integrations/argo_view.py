@@ -126,8 +126,26 @@ def decode_nodes(status: Json) -> dict[str, Json] | None:
     return {}
 
 
+_VIEWS: dict[tuple[str, str, str], WorkflowView] = {}
+_VIEWS_MAX = 4096
+
+
 def view(workflow: Json) -> WorkflowView:
-    """A WorkflowView of a Workflow wire dict."""
+    """A WorkflowView of a Workflow wire dict (memoised per uid + resourceVersion)."""
+    meta = workflow.get("metadata") or {}
+    rv = str(meta.get("resourceVersion") or "")
+    if not rv:
+        return _view(workflow)
+    key = (str(meta.get("uid", "")), str(meta.get("name", "")), rv)
+    found = _VIEWS.get(key)
+    if found is None:
+        if len(_VIEWS) >= _VIEWS_MAX:
+            _VIEWS.clear()
+        found = _VIEWS[key] = _view(workflow)
+    return found
+
+
+def _view(workflow: Json) -> WorkflowView:
     meta = workflow.get("metadata") or {}
     spec = workflow.get("spec") or {}
     status = workflow.get("status") or {}

@@ -24,12 +24,12 @@ from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from trainweave.integrations import api, reconcile
+from trainweave.integrations import api, reconcile, slim
 from trainweave.integrations.argo_view import step_groups
 from trainweave.integrations.executor import Executor, Renderer
 from trainweave.integrations.informer import Informer, Key, WorkQueue, key_of
 from trainweave.integrations.leader import LeaderElector
-from trainweave.integrations.metrics import Metrics
+from trainweave.integrations.metrics import Metrics, resource_of
 from trainweave.integrations.rollup import Observed
 
 from trainweave import labels
@@ -86,7 +86,9 @@ class Controller:
         self.queue = WorkQueue()
         self.raw_send = send
         ns, sel = config.namespace, labels.TRAINJOB
-        self.trainjobs = Informer(send, stream, api.TRAINJOB, namespace=ns, on_change=self._enq)
+        self.trainjobs = Informer(
+            send, stream, api.TRAINJOB, namespace=ns, on_change=self._enq, transform=slim.trainjob
+        )
         self.workflows = Informer(
             send,
             stream,
@@ -95,6 +97,7 @@ class Controller:
             selector=sel,
             on_change=self._enq_child,
             indexes={"tj": _tj_index, "group": _group_index},
+            transform=slim.workflow,
         )
         self.pods = Informer(
             send,
@@ -104,8 +107,16 @@ class Controller:
             selector=sel,
             on_change=self._enq_child,
             indexes={"tj": _tj_index},
+            transform=slim.pod,
         )
-        self.workloads = Informer(send, stream, api.WORKLOAD, namespace=ns, on_change=self._enq_wl)
+        self.workloads = Informer(
+            send,
+            stream,
+            api.WORKLOAD,
+            namespace=ns,
+            on_change=self._enq_wl,
+            transform=slim.workload,
+        )
         self.caches = {
             "trainjobs": self.trainjobs,
             "workflows": self.workflows,
@@ -134,13 +145,11 @@ class Controller:
         """Send, then put what the API returned for a cached kind into its cache."""
         obj = self.raw_send(req)
         if req.is_write and obj.get("metadata"):
-            from trainweave.integrations.metrics import resource_of
-
             cache = self.caches.get(resource_of(req.path))
             if cache is not None and obj.get("kind") != "Status":
                 old = cache.get(*key_of(obj))
                 if old is None or _rv(obj) >= _rv(old):
-                    cache._put(obj)
+                    cache.put(obj)
         return obj
 
     # --- reconcile -------------------------------------------------------------------

@@ -44,10 +44,12 @@ class Informer:
         selector: str = "",
         on_change: Callable[[Json], None] = lambda obj: None,
         indexes: dict[str, Callable[[Json], list[str]]] | None = None,
+        transform: Callable[[Json], Json] = lambda obj: obj,
     ) -> None:
         self.send, self.stream, self.kind = send, stream, kind
         self.namespace, self.selector = namespace, selector
         self.on_change = on_change
+        self.transform = transform
         self.indexers = indexes or {}
         self.store: dict[Key, Json] = {}
         self.index: dict[str, dict[str, set[Key]]] = {n: {} for n in self.indexers}
@@ -71,6 +73,12 @@ class Informer:
         """All cached objects."""
         with self.lock:
             return list(self.store.values())
+
+    def put(self, obj: Json) -> Json:
+        """Store ``transform(obj)`` (kept fields only); returns what was stored."""
+        obj = self.transform(obj)
+        self._put(obj)
+        return obj
 
     def _put(self, obj: Json) -> None:
         key = key_of(obj)
@@ -117,8 +125,7 @@ class Informer:
         for obj in items:
             obj.setdefault("apiVersion", self.kind.api_version)
             obj.setdefault("kind", self.kind.kind)
-            self._put(obj)
-            self.on_change(obj)
+            self.on_change(self.put(obj))
         self.synced.set()
         return rv
 
@@ -155,7 +162,7 @@ class Informer:
             if etype == "DELETED":
                 self._drop(key_of(obj))
             else:
-                self._put(obj)
+                obj = self.put(obj)
             self.on_change(obj)
         return rv
 

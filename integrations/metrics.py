@@ -32,6 +32,15 @@ def resource_of(path: str) -> str:
     return rest[0] if rest else ""
 
 
+def subresource_of(path: str) -> str:
+    """The subresource of a REST path (``.../trainjobs/x/status`` -> status), else ``""``."""
+    parts = [p for p in path.split("/") if p]
+    rest = parts[3:] if parts and parts[0] == "apis" else parts[2:]
+    if len(rest) >= 2 and rest[0] == "namespaces":
+        rest = rest[2:]
+    return rest[2] if len(rest) >= 3 else ""
+
+
 class Metrics:
     """All metrics, plus in-process request tallies (reads/writes, for the benchmark)."""
 
@@ -39,7 +48,10 @@ class Metrics:
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.requests = Counter(
-            "trainweave_api_requests", "API requests sent", ["verb", "resource"], registry=r
+            "trainweave_api_requests",
+            "API requests sent",
+            ["verb", "resource", "subresource"],
+            registry=r,
         )
         self.admission_wait = Histogram(
             "trainweave_step_admission_wait_seconds",
@@ -69,7 +81,7 @@ class Metrics:
         """Count one request (``watch`` for watch GETs)."""
         watch = ("watch", "true") in req.query
         verb = "watch" if watch else req.method.lower()
-        self.requests.labels(verb, resource_of(req.path)).inc()
+        self.requests.labels(verb, resource_of(req.path), subresource_of(req.path)).inc()
         with self._lock:
             self.tally["watch" if watch else "write" if req.is_write else "read"] += 1
 

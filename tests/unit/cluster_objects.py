@@ -156,7 +156,7 @@ def workflow(
                         L.KUEUE_POD_GROUP_NAME: group(tj, sname, attempt),
                     }
                 },
-                "container": {"image": "x"},
+                "containerSet": {"containers": [{"name": rjob, "image": "x"}]},
             }
         )
     status: Json = {"phase": phase}
@@ -216,6 +216,7 @@ def pod(
             L.TRAINJOB: tj,
             L.STEP: step,
             L.REPLICATED_JOB: rjob or step,
+            L.JOBSET_JOB_INDEX: slot.split("-")[-2] if slot.count("-") >= 2 else "0",
             "workflows.argoproj.io/workflow": wf,
             L.KUEUE_POD_GROUP_NAME: group(tj, step, wf_attempt),
         },

@@ -344,22 +344,24 @@ def test_resumed_segment_workload_is_not_released_for_the_stopped_one() -> None:
 
 
 @pytest.mark.parametrize(
-    ("path", "resource"),
+    ("path", "resource", "subresource"),
     [
-        pytest.param("/api/v1/namespaces/x/pods/y", "pods", id="core-namespaced"),
-        pytest.param("/apis/kueue.x-k8s.io/v1beta2/workloads", "workloads", id="group-cluster"),
+        pytest.param("/api/v1/namespaces/x/pods/y", "pods", "", id="core-namespaced"),
+        pytest.param("/apis/kueue.x-k8s.io/v1beta2/workloads", "workloads", "", id="group-cluster"),
         pytest.param(
             "/apis/trainer.kubeflow.org/v1alpha1/namespaces/n/trainjobs/ft/status",
             "trainjobs",
+            "status",
             id="subresource",
         ),
-        pytest.param("/api/v1/namespaces/x", "namespaces", id="namespace-object"),
+        pytest.param("/api/v1/namespaces/x", "namespaces", "", id="namespace-object"),
+        pytest.param("/api/v1/nodes/n/status", "nodes", "status", id="cluster-subresource"),
     ],
 )
-def test_request_resource_for_metrics_and_cache(path: str, resource: str) -> None:
-    from trainweave.integrations.metrics import resource_of
+def test_request_resource_for_metrics_and_cache(path: str, resource: str, subresource: str) -> None:
+    from trainweave.integrations.metrics import resource_of, subresource_of
 
-    assert resource_of(path) == resource
+    assert (resource_of(path), subresource_of(path)) == (resource, subresource)
 
 
 def test_kueue_reason_arriving_later_is_announced_once() -> None:

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 from trainweave.integrations.argo_view import decode_nodes, view
-from trainweave.integrations.rollup import Observed, jobs_status, rollup
+from trainweave.integrations.rollup import Observed, job_sizes, jobs_status, rollup
 
 from tests.unit.cluster_objects import T0, Pod, StepState, pod, trainjob, workflow
+from tests.unit.test_examples import render_example
+from trainweave import labels as L
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
 FIXTURES = Path(__file__).parent / "fixtures" / "argo"
@@ -367,37 +369,58 @@ JOBS_CASES = [
             pod("ft", "init", "init-0-0", "Failed", attempt=0, created="2026-11-01T10:00:00Z"),
             pod("ft", "init", "init-0-0", "Succeeded", attempt=1, created="2026-11-01T10:01:00Z"),
         ],
+        "Running",
         {"init": (0, 1, 0, 0, 0), "trainer": (0, 0, 0, 0, 0)},
         id="retried-pod-counts-last-attempt",
     ),
     pytest.param(
         [
             pod("ft", "trainer", "node-0-0", "Running", ready=True),
-            pod("ft", "trainer", "node-0-1", "Running"),
-            pod("ft", "trainer", "node-0-2", "Pending", gated=True),
+            pod("ft", "trainer", "node-1-0", "Running"),
+            pod("ft", "trainer", "node-2-0", "Pending", gated=True),
         ],
+        "Running",
         {"init": (0, 0, 0, 0, 0), "trainer": (1, 0, 0, 2, 1)},
-        id="ready-active-gated",
+        id="one-job-per-replica-ready-active-gated",
+    ),
+    pytest.param(
+        [
+            pod("ft", "trainer", "node-0-0", "Running", ready=True),
+            pod("ft", "trainer", "node-0-1", "Succeeded"),
+            pod("ft", "trainer", "node-0-2", "Running", ready=True),
+        ],
+        "Running",
+        {"init": (0, 0, 0, 0, 0), "trainer": (1, 0, 0, 1, 0)},
+        id="pods-of-one-job-count-once",
     ),
     pytest.param(
         [pod("ft", "trainer", "node-0-0", "Failed")],
+        "Running",
+        {"init": (0, 0, 0, 0, 0), "trainer": (0, 0, 0, 0, 0)},
+        id="failed-pod-being-retried-is-no-failed-job",
+    ),
+    pytest.param(
+        [pod("ft", "trainer", "node-0-0", "Failed"), pod("ft", "trainer", "node-0-1", "Succeeded")],
+        "Failed",
         {"init": (0, 0, 0, 0, 0), "trainer": (0, 0, 1, 0, 0)},
-        id="failed",
+        id="failed-step-fails-its-job",
     ),
     pytest.param(
         [
             pod("ft-r1", "init", "init-0-0", "Failed", wf_attempt=1),
             pod("ft", "init", "init-0-0", "Succeeded"),
         ],
+        "Failed",
         {"init": (0, 0, 1, 0, 0), "trainer": (0, 0, 0, 0, 0)},
         id="only-current-attempt",
     ),
 ]
 
 
-@pytest.mark.parametrize(("pods", "expected"), JOBS_CASES)
-def test_jobs_status(pods: list[dict], expected: dict) -> None:
+@pytest.mark.parametrize(("pods", "phase", "expected"), JOBS_CASES)
+def test_jobs_status(pods: list[dict], phase: str, expected: dict) -> None:
     steps = {"init": StepState("Running"), "trainer": StepState("")}
+    steps[pods[0]["metadata"]["labels"][L.STEP]] = StepState(phase)
     wfs = [workflow(steps)]
     attempts = "1"
     if any(p["metadata"]["labels"]["workflows.argoproj.io/workflow"] == "ft-r1" for p in pods):
@@ -411,3 +434,22 @@ def test_jobs_status(pods: list[dict], expected: dict) -> None:
         for j in jobs_status(obs)
     }
     assert got == expected
+
+
+def test_job_sizes_from_the_rendered_example() -> None:
+    wf = render_example("llm-finetune")[0]
+    tj = trainjob()
+    wf["metadata"]["ownerReferences"] = [
+        {"uid": tj["metadata"]["uid"], "controller": True, "kind": "TrainJob", "name": "ft"}
+    ]
+    sizes = job_sizes(Observed(tj, (wf,)))
+    assert (
+        sizes[("node", "0")] == 2
+    )  # numNodes: 2 -> one Job of two pods, as Trainer's torch runtime
+    assert sizes[("dataset-initializer", "0")] == 1
+    assert set(sizes) == {
+        ("dataset-initializer", "0"),
+        ("model-initializer", "0"),
+        ("node", "0"),
+        ("model-exporter", "0"),
+    }

@@ -1,0 +1,104 @@
+"""The caches' kept fields (integrations.slim): the reconcile decides the same on slim objects."""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+from trainweave.integrations import reconcile, slim
+from trainweave.integrations.argo_view import view
+from trainweave.integrations.rollup import Observed, jobs_status
+
+from tests.unit.cluster_objects import Pod, StepState, pod, trainjob, workflow, workload
+
+Json = dict[str, Any]
+NOW = datetime(2026, 11, 1, 10, 10, tzinfo=timezone.utc)
+FIXTURES = Path(__file__).parent / "fixtures" / "argo"
+INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", 0)])
+TRAINER_RUN = StepState("Running", [Pod("node-0-0", "Running")], role="trainer", queue="gpu")
+TRAINER_FAILED = StepState(
+    "Failed", [Pod("node-0-0", "Failed", message="node: Error (exit code 3)")], role="trainer"
+)
+MANAGED = [{"manager": "kube-apiserver", "operation": "Update", "fieldsV1": {"f:spec": {}}}]
+
+
+def full_pod(obj: Json) -> Json:
+    """A pod as the API serves it: containers, volumes, statuses, managedFields."""
+    out = copy.deepcopy(obj)
+    out["metadata"]["managedFields"] = MANAGED
+    out["spec"]["containers"] = [{"name": "node", "image": "x", "resources": {}}]
+    out["spec"]["volumes"] = [{"name": "v", "emptyDir": {}}]
+    out["status"]["containerStatuses"] = [{"name": "node", "ready": False, "restartCount": 0}]
+    out["status"].setdefault("conditions", []).append(
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-01T10:00:00Z"}
+    )
+    return out
+
+
+def full_workflow(obj: Json) -> Json:
+    out = copy.deepcopy(obj)
+    out["metadata"]["managedFields"] = MANAGED
+    for tpl in out["spec"]["templates"]:
+        tpl["podSpecPatch"] = '{"hostname":"x"}'
+    for node in (out["status"].get("nodes") or {}).values():
+        node.update(startedAt="2026-11-01T10:00:00Z", progress="1/1", hostNodeName="n")
+    return out
+
+
+def test_slim_objects_drop_what_the_reconcile_never_reads() -> None:
+    p = slim.pod(full_pod(pod("ft", "trainer", "node-0-0", "Running", gated=True)))
+    assert "managedFields" not in p["metadata"]
+    assert p["spec"] == {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]}
+    assert p["status"]["conditions"] == [{"type": "PodScheduled", "status": "True"}]
+    wf = slim.workflow(full_workflow(workflow({"init": INIT_OK})))
+    assert all(set(t) <= {"name", "metadata", "dag"} for t in wf["spec"]["templates"])
+    assert all(
+        set(n) <= {"name", "type", "phase", "message", "outputs"}
+        for n in wf["status"]["nodes"].values()
+    )
+
+
+def test_compressed_nodes_are_decoded_once_into_nodes() -> None:
+    packed = workflow({"init": INIT_OK, "trainer": TRAINER_RUN}, compressed=True)
+    slimmed = slim.workflow(packed)
+    assert "compressedNodes" not in slimmed["status"]
+    assert view(slimmed) == view(packed)
+
+
+def test_upstream_workflow_fixture_views_the_same() -> None:
+    doc = yaml.safe_load((FIXTURES / "dag-exhausted-retries-xfail.yaml").read_text())
+    assert view(slim.workflow(doc)) == view(doc)
+
+
+def test_plan_on_slim_objects_equals_plan_on_full_objects() -> None:
+    wf = workflow({"init": INIT_OK, "trainer": TRAINER_RUN})
+    pods = (
+        pod("ft", "init", "init-0-0", "Succeeded"),
+        pod("ft", "trainer", "node-0-0", "Running", ready=True),
+        pod("ft", "trainer", "node-0-1", "Pending", gated=True),
+    )
+    wls = (
+        workload("ft-init-a0", reserved="2026-11-01T10:01:00Z", finished="2026-11-01T10:03:00Z"),
+        workload("ft-trainer-a0", queue="gpu", reserved="2026-11-01T10:04:00Z"),
+    )
+    tj = trainjob(annotations={"trainweave.io/attempts": "1"})
+    full = Observed(
+        tj, (full_workflow(wf),), tuple(full_pod(p) for p in pods), tuple(copy.deepcopy(wls))
+    )
+    thin = Observed(
+        slim.trainjob(tj),
+        tuple(slim.workflow(w) for w in full.workflows),
+        tuple(slim.pod(p) for p in full.pods),
+        tuple(slim.workload(w) for w in full.workloads),
+    )
+    assert jobs_status(thin) == jobs_status(full)
+    assert reconcile.plan(thin, NOW) == reconcile.plan(full, NOW)
+
+
+def test_failed_containerset_pod_keeps_its_exit_code_when_slim() -> None:
+    wf = workflow({"init": INIT_OK, "trainer": TRAINER_FAILED}, phase="Failed")
+    failed = view(slim.workflow(full_workflow(wf))).steps["trainer"].failed_pod
+    assert failed is not None and failed.exit_code == 3
