@@ -25,7 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from trainweave.integrations import api, reconcile, slim
-from trainweave.integrations.argo_view import step_groups
+from trainweave.integrations.argo_view import TERMINAL, step_groups
 from trainweave.integrations.executor import Executor, Renderer
 from trainweave.integrations.informer import Informer, Key, WorkQueue, key_of
 from trainweave.integrations.leader import LeaderElector
@@ -131,9 +131,12 @@ class Controller:
         self.queue.add(key_of(obj))
 
     def _enq_child(self, obj: Json) -> None:
+        urgent = (obj.get("status") or {}).get("phase") in TERMINAL and obj.get(
+            "kind"
+        ) == "Workflow"
         for value in _tj_index(obj):
             ns, name = value.split("/", 1)
-            self.queue.add((ns, name))
+            self.queue.add((ns, name), urgent=urgent)
 
     def _enq_wl(self, obj: Json) -> None:
         ns, name = key_of(obj)

@@ -80,6 +80,16 @@ class Informer:
         self._put(obj)
         return obj
 
+    def _known(self, obj: Json) -> bool:
+        """The store already holds this exact version of ``obj`` (same resourceVersion)."""
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        old = self.get(*key_of(obj))
+        return (
+            bool(rv)
+            and old is not None
+            and (old.get("metadata") or {}).get("resourceVersion") == rv
+        )
+
     def _put(self, obj: Json) -> None:
         key = key_of(obj)
         with self.lock:
@@ -161,6 +171,8 @@ class Informer:
                 continue
             if etype == "DELETED":
                 self._drop(key_of(obj))
+            elif self._known(obj):
+                continue  # our own write, already cached from its response: nothing new
             else:
                 obj = self.put(obj)
             self.on_change(obj)
@@ -174,28 +186,41 @@ class Informer:
 
 
 class WorkQueue:
-    """Keys processed by one worker at a time; duplicates coalesce; delayed adds."""
+    """Keys processed by one worker at a time; duplicates coalesce; delayed adds.
+
+    Two lanes: ``urgent`` keys (a Workflow just finished: its TrainJob's final status is what
+    users and dashboards wait for) are handed out before the rest, in arrival order; an urgent
+    add of a key already waiting moves it to the urgent lane (controller-runtime's priority
+    queue serves its high-priority items first the same way).
+    """
 
     def __init__(self, base_delay: float = 0.2, max_delay: float = 60.0) -> None:
         self.cond = threading.Condition()
         self.ready: deque[Key] = deque()
+        self.urgent: deque[Key] = deque()
         self.queued: set[Key] = set()
         self.active: set[Key] = set()
         self.dirty: set[Key] = set()
+        self.dirty_urgent: set[Key] = set()
         self.delayed: list[tuple[float, Key]] = []
         self.failures: dict[Key, int] = {}
         self.base, self.max = base_delay, max_delay
         self.closed = False
 
-    def add(self, key: Key) -> None:
-        """Queue ``key`` now (once)."""
+    def add(self, key: Key, urgent: bool = False) -> None:
+        """Queue ``key`` now (once); ``urgent`` puts it ahead of the non-urgent keys."""
         with self.cond:
             if key in self.active:
                 self.dirty.add(key)
+                if urgent:
+                    self.dirty_urgent.add(key)
             elif key not in self.queued:
                 self.queued.add(key)
-                self.ready.append(key)
+                (self.urgent if urgent else self.ready).append(key)
                 self.cond.notify()
+            elif urgent and key not in self.urgent:
+                self.ready.remove(key)
+                self.urgent.append(key)
 
     def add_after(self, key: Key, delay: float) -> None:
         """Queue ``key`` after ``delay`` seconds."""
@@ -215,6 +240,10 @@ class WorkQueue:
         """Reset ``key``'s backoff after a success."""
         self.failures.pop(key, None)
 
+    def __len__(self) -> int:
+        with self.cond:
+            return len(self.urgent) + len(self.ready)
+
     def get(self) -> Key | None:
         """Block for the next key (None once closed)."""
         with self.cond:
@@ -229,8 +258,8 @@ class WorkQueue:
                         self.ready.append(key)
                     elif key in self.active:
                         self.dirty.add(key)
-                if self.ready:
-                    key = self.ready.popleft()
+                if self.urgent or self.ready:
+                    key = (self.urgent or self.ready).popleft()
                     self.queued.discard(key)
                     self.active.add(key)
                     return key
@@ -244,7 +273,9 @@ class WorkQueue:
             if key in self.dirty:
                 self.dirty.discard(key)
                 self.queued.add(key)
-                self.ready.append(key)
+                urgent = key in self.dirty_urgent
+                self.dirty_urgent.discard(key)
+                (self.urgent if urgent else self.ready).append(key)
                 self.cond.notify()
 
     def close(self) -> None:
