@@ -151,8 +151,9 @@ def _job(
         errors.append(
             InputError(
                 f"{path}.template.spec.containers",
-                f"must hold exactly one container, got {len(containers)}: Argo runs one main"
-                " container per step pod (sidecars would be killed when it ends)",
+                f"must hold exactly one container, got {len(containers)}: trainweave runs one"
+                " container per step pod; put helpers in initContainers with restartPolicy:"
+                " Always (native sidecars)",
                 reason=Reason.UNSUPPORTED_FIELD,
             )
         )

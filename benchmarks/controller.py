@@ -291,6 +291,12 @@ def main() -> int:
     }
     print(json.dumps(result, indent=2))
     core.delete_namespace(ns)
+    for q in queues(ns, n):  # cluster-scoped: not taken by the namespace's deletion
+        if q["kind"] == "ClusterQueue":
+            with contextlib.suppress(client.ApiException):
+                custom.delete_cluster_custom_object(
+                    "kueue.x-k8s.io", "v1beta2", "clusterqueues", q["metadata"]["name"]
+                )
     return 0 if result["outcomes"].get("Complete/AllJobsCompleted") == n else 1
 
 

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from kubernetes import client
 
-from .kube import E2E_NAMESPACE_LABEL, Kube, api_client, default_kubeconfig
+from .kube import (
+    E2E_NAMESPACE_LABEL,
+    KUEUE,
+    Kube,
+    api_client,
+    condition_is,
+    default_kubeconfig,
+    load_manifest,
+    wait_until,
+)
 
 
 @pytest.fixture(scope="session")
@@ -45,3 +54,31 @@ def namespace(kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
     for wl in kube.list(("kueue.x-k8s.io", "v1beta2"), "workloads", name):
         kube.delete(("kueue.x-k8s.io", "v1beta2"), "workloads", wl["metadata"]["name"], name)
     kube.delete_namespace(name, wait=120)
+
+
+@pytest.fixture
+def queues(kube: Kube, namespace: str) -> Iterator[Callable[..., None]]:
+    """Make the per-test ClusterQueues (<ns>-cpu, <ns>-gpu) and LocalQueues (cpu, gpu).
+
+    The ClusterQueues are cluster-scoped, so they are deleted here (the namespace's deletion
+    would not take them), keeping Kueue's scheduler free of earlier tests' queues.
+    """
+    made: list[str] = []
+
+    def make(gpu_quota: int | str = 16) -> None:
+        for obj in load_manifest("queues.yaml", NS=namespace, GPU_QUOTA=str(gpu_quota)):
+            ns = obj["metadata"].get("namespace")
+            plural = "clusterqueues" if obj["kind"] == "ClusterQueue" else "localqueues"
+            kube.create(KUEUE, plural, obj, ns)
+            if not ns:
+                made.append(obj["metadata"]["name"])
+        for lq in ("cpu", "gpu"):
+            wait_until(
+                f"LocalQueue {lq} Active",
+                lambda lq=lq: condition_is(kube.get(KUEUE, "localqueues", lq, namespace), "Active"),
+                timeout=30,
+            )
+
+    yield make
+    for name in made:
+        kube.delete(KUEUE, "clusterqueues", name)

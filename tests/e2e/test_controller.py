@@ -99,17 +99,6 @@ def controller(start_controller: Callable[[str], ControllerProc]) -> ControllerP
     return ctl
 
 
-@pytest.fixture
-def queues(kube: Kube, namespace: str) -> Callable[[str], None]:
-    def make(gpu_quota: str = "16") -> None:
-        for obj in load_manifest("queues.yaml", NS=namespace, GPU_QUOTA=gpu_quota):
-            ns = namespace if obj["kind"] == "LocalQueue" else None
-            plural = "clusterqueues" if obj["kind"] == "ClusterQueue" else "localqueues"
-            kube.create(KUEUE, plural, obj, ns)
-
-    return make
-
-
 def example(
     ns: str,
     name: str = "ft",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -39,30 +39,6 @@ FINAL = ("Succeeded", "Failed", "Error")
 
 # ------------------------------------------------------------------------------------------------
 # fixtures and helpers
-
-
-@pytest.fixture
-def queues(kube: Kube, namespace: str) -> Iterator[Callable[..., None]]:
-    """Make the per-test ClusterQueues (<ns>-cpu, <ns>-gpu) and LocalQueues (cpu, gpu)."""
-    made: list[str] = []
-
-    def make(gpu_quota: int = 16) -> None:
-        for obj in load_manifest("queues.yaml", NS=namespace, GPU_QUOTA=str(gpu_quota)):
-            ns = obj["metadata"].get("namespace")
-            plural = "clusterqueues" if obj["kind"] == "ClusterQueue" else "localqueues"
-            kube.create(KUEUE, plural, obj, ns)
-            if not ns:
-                made.append(obj["metadata"]["name"])
-        for lq in ("cpu", "gpu"):
-            wait_until(
-                f"LocalQueue {lq} Active",
-                lambda lq=lq: condition_is(kube.get(KUEUE, "localqueues", lq, namespace), "Active"),
-                timeout=30,
-            )
-
-    yield make
-    for name in made:
-        kube.delete(KUEUE, "clusterqueues", name)
 
 
 def submit(kube: Kube, namespace: str, manifest: str, **subst: str) -> str:

@@ -9,6 +9,7 @@ only after both initializers finished; the run succeeds.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from trainweave.adapters.trainer import to_pipeline
 
 from trainweave.inputs import parse_runtime, parse_trainjob
 
-from .kube import ARGO, KUEUE, Kube, condition, condition_is, load_manifest, parse_time, wait_until
+from .kube import ARGO, KUEUE, Kube, condition, condition_is, parse_time, wait_until
 
 pytestmark = pytest.mark.e2e
 EXAMPLE = Path(__file__).parents[2] / "examples" / "llm-finetune"
@@ -55,10 +56,10 @@ def example_in(namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return tj, rt
 
 
-def test_llm_finetune_render_runs_one_gang_per_step(kube: Kube, namespace: str) -> None:
-    for obj in load_manifest("queues.yaml", NS=namespace, GPU_QUOTA="16"):
-        plural = "clusterqueues" if obj["kind"] == "ClusterQueue" else "localqueues"
-        kube.create(KUEUE, plural, obj, obj["metadata"].get("namespace"))
+def test_llm_finetune_render_runs_one_gang_per_step(
+    kube: Kube, namespace: str, queues: Callable[..., None]
+) -> None:
+    queues()
     tj, rt = example_in(namespace)
     pipeline = to_pipeline(parse_trainjob(tj), parse_runtime(rt))
     manifests = argo.render(pipeline)

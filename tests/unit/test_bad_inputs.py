@@ -238,7 +238,7 @@ CASES: list[tuple[str, Callable[[RuntimeBuilder, Json], None], list[str]]] = [
         "two-containers",
         _two_containers,
         [
-            f"RT: {RJ}[0].template.spec.template.spec.containers: must hold exactly one container, got 2: Argo runs one main container per step pod (sidecars would be killed when it ends)"
+            f"RT: {RJ}[0].template.spec.template.spec.containers: must hold exactly one container, got 2: trainweave runs one container per step pod; put helpers in initContainers with restartPolicy: Always (native sidecars)"
         ],
     ),
     (
