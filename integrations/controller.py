@@ -84,6 +84,7 @@ class Controller:
     ) -> None:
         self.config, self.metrics, self.now = config, metrics, now
         self.queue = WorkQueue()
+        metrics.queue_depth.set_function(lambda: len(self.queue))
         self.raw_send = send
         ns, sel = config.namespace, labels.TRAINJOB
         self.trainjobs = Informer(

@@ -73,6 +73,9 @@ class Metrics:
         self.reconcile_seconds = Histogram(
             "trainweave_reconcile_seconds", "Time per reconcile", registry=r
         )
+        self.queue_depth = Gauge(
+            "trainweave_workqueue_depth", "TrainJob keys waiting for a worker", registry=r
+        )
         self.tally: Tally[str] = Tally()
         self._lock = threading.Lock()
         self._states: dict[str, str] = {}
