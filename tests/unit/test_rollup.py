@@ -453,3 +453,22 @@ def test_job_sizes_from_the_rendered_example() -> None:
         ("node", "0"),
         ("model-exporter", "0"),
     }
+
+
+def test_engine_captured_containerset_failure_names_step_and_exit_code() -> None:
+    doc = yaml.safe_load((FIXTURES / "containerset-retried-then-failed.yaml").read_text())
+    v = view(doc)
+    failed = v.steps["node"].failed_pod
+    assert failed is not None and (failed.slot, failed.exit_code, failed.attempts) == (
+        "node-0-0",
+        3,
+        3,
+    )
+    assert v.steps["model-exporter"].phase == "Omitted"
+    tj = trainjob(annotations={"trainweave.io/attempts": "1"})
+    doc["metadata"]["ownerReferences"] = [
+        {"uid": tj["metadata"]["uid"], "controller": True, "kind": "TrainJob", "name": "ft"}
+    ]
+    status, reason, message = conds(rollup(Observed(tj, (doc,)), NOW))["Failed"]
+    assert (status, reason) == ("True", "FailedJobs")
+    assert "'node'" in message and "exit code 3" in message, message

@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from trainweave.integrations import reconcile, slim
 from trainweave.integrations.argo_view import view
@@ -68,8 +69,12 @@ def test_compressed_nodes_are_decoded_once_into_nodes() -> None:
     assert view(slimmed) == view(packed)
 
 
-def test_upstream_workflow_fixture_views_the_same() -> None:
-    doc = yaml.safe_load((FIXTURES / "dag-exhausted-retries-xfail.yaml").read_text())
+@pytest.mark.parametrize(
+    "fixture", ["dag-exhausted-retries-xfail.yaml", "containerset-retried-then-failed.yaml"]
+)
+def test_real_workflows_view_the_same_when_slim(fixture: str) -> None:
+    doc = yaml.safe_load((FIXTURES / fixture).read_text())
+    doc["metadata"].pop("resourceVersion", None)  # no memoised view: both computed here
     assert view(slim.workflow(doc)) == view(doc)
 
 
@@ -102,3 +107,15 @@ def test_failed_containerset_pod_keeps_its_exit_code_when_slim() -> None:
     wf = workflow({"init": INIT_OK, "trainer": TRAINER_FAILED}, phase="Failed")
     failed = view(slim.workflow(full_workflow(wf))).steps["trainer"].failed_pod
     assert failed is not None and failed.exit_code == 3
+
+
+def test_views_are_memoised_per_resource_version_only() -> None:
+    wf = workflow({"init": INIT_OK})
+    wf["metadata"]["resourceVersion"] = "7"
+    assert view(wf) is view(copy.deepcopy(wf))
+    later = copy.deepcopy(wf)
+    later["metadata"]["resourceVersion"] = "8"
+    later["status"]["phase"] = "Succeeded"
+    assert view(later).phase == "Succeeded" and view(wf).phase == "Running"
+    del wf["metadata"]["resourceVersion"]
+    assert view(wf) is not view(wf)  # no version: never memoised
