@@ -34,13 +34,14 @@ from trainweave.adapters.hera_models import models as m
 from trainweave.model import ExitCodeRule, RetryPolicy
 
 REQUEUE_ALLOWANCE = 10
-# Go regexp (expr-lang ``matches``) over inferFailedReason's message; brackets, not backslashes.
-_EXIT_CODE = "^[^:]+: [^(]*[(]exit code ({codes})[)]"
+# inferFailedReason's message, ``{codes}`` a regexp of exit codes; brackets, not backslashes, so
+# the same text is a Go regexp (expr-lang ``matches``) and a Python one (integrations.argo_view).
+EXIT_CODE_MESSAGE = "^[^:]+: [^(]*[(]exit code ({codes})[)]"
 
 
 def exit_code_in(codes: str) -> str:
     """expr-lang test: the last attempt's failed container exited with one of ``codes`` (regexp)."""
-    return f"lastRetry.message matches '{_EXIT_CODE.format(codes=codes)}'"
+    return f"lastRetry.message matches '{EXIT_CODE_MESSAGE.format(codes=codes)}'"
 
 
 # A disrupted pod: Argo marks a vanished pod (or one that failed before main started) Error; a pod

@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainweave.adapters.retry import EXIT_CODE_MESSAGE
+
 from trainweave import labels
 
 Json = dict[str, Any]
@@ -34,7 +36,7 @@ FAILED = frozenset({"Failed", "Error"})
 
 
 _ATTEMPT_SUFFIX = re.compile(r"\((\d+)\)$")
-_MESSAGE_EXIT_CODE = re.compile(r"^[^:]+: [^(]*\(exit code (\d+)\)")
+_MESSAGE_EXIT_CODE = re.compile(EXIT_CODE_MESSAGE.format(codes="[0-9]+"))
 
 
 @dataclass(frozen=True)

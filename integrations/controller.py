@@ -96,7 +96,7 @@ class Controller:
             api.WORKFLOW,
             namespace=ns,
             selector=sel,
-            on_change=self._enq_child,
+            on_change=self._enq_wf,
             indexes={"tj": _tj_index, "group": _group_index},
             transform=slim.workflow,
         )
@@ -131,10 +131,11 @@ class Controller:
     def _enq(self, obj: Json) -> None:
         self.queue.add(key_of(obj))
 
-    def _enq_child(self, obj: Json) -> None:
-        urgent = (obj.get("status") or {}).get("phase") in TERMINAL and obj.get(
-            "kind"
-        ) == "Workflow"
+    def _enq_wf(self, obj: Json) -> None:
+        """A Workflow changed; a finished one puts its TrainJob in the urgent lane."""
+        self._enq_child(obj, urgent=(obj.get("status") or {}).get("phase") in TERMINAL)
+
+    def _enq_child(self, obj: Json, urgent: bool = False) -> None:
         for value in _tj_index(obj):
             ns, name = value.split("/", 1)
             self.queue.add((ns, name), urgent=urgent)

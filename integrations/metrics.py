@@ -23,21 +23,24 @@ WAIT_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
 STATES = ("Running", "Suspended", "Complete", "Failed")
 
 
-def resource_of(path: str) -> str:
-    """The plural resource of a REST path (``/api/v1/namespaces/x/pods/y`` -> pods)."""
+def _rest(path: str) -> list[str]:
+    """A REST path's segments after the group/version and namespace: ``[resource, name, sub]``."""
     parts = [p for p in path.split("/") if p]
     rest = parts[3:] if parts and parts[0] == "apis" else parts[2:]
     if len(rest) >= 2 and rest[0] == "namespaces":
         rest = rest[2:] if len(rest) > 2 else ["namespaces"]
+    return rest
+
+
+def resource_of(path: str) -> str:
+    """The plural resource of a REST path (``/api/v1/namespaces/x/pods/y`` -> pods)."""
+    rest = _rest(path)
     return rest[0] if rest else ""
 
 
 def subresource_of(path: str) -> str:
     """The subresource of a REST path (``.../trainjobs/x/status`` -> status), else ``""``."""
-    parts = [p for p in path.split("/") if p]
-    rest = parts[3:] if parts and parts[0] == "apis" else parts[2:]
-    if len(rest) >= 2 and rest[0] == "namespaces":
-        rest = rest[2:]
+    rest = _rest(path)
     return rest[2] if len(rest) >= 3 else ""
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from trainweave.integrations.argo_view import WorkflowView, view
+from trainweave.integrations.argo_view import FAILED, WorkflowView, view
 from trainweave.integrations.quota import parse_time
 
 from trainweave import labels
@@ -275,9 +275,8 @@ def replicated_jobs(obs: Observed) -> list[str]:
     return names
 
 
-def attempt_pods(obs: Observed) -> list[Json]:
-    """Pods of the current attempt, the last try of each pod slot only."""
-    prog = progress(obs)
+def attempt_pods(obs: Observed, prog: Progress) -> list[Json]:
+    """Pods of the current attempt (``prog``), the last try of each pod slot only."""
     wf_names = {v.name for v in prog.views}
     latest: dict[tuple[str, str], Json] = {}
     pods = sorted(obs.pods, key=lambda p: str(p["metadata"].get("creationTimestamp") or ""))
@@ -339,9 +338,10 @@ def jobs_status(obs: Observed) -> list[Json]:
     zero = {"ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
     counts: dict[str, dict[str, int]] = {name: dict(zero) for name in replicated_jobs(obs)}
     sizes = job_sizes(obs)
-    failed_steps = _failed_steps(obs)
+    prog = progress(obs)
+    failed_steps = _failed_steps(prog)
     jobs: dict[tuple[str, str], list[Json]] = {}
-    for pod in attempt_pods(obs):
+    for pod in attempt_pods(obs, prog):
         lbls = (pod.get("metadata") or {}).get("labels") or {}
         key = (
             str(lbls.get(labels.REPLICATED_JOB, "")),
@@ -377,12 +377,12 @@ def jobs_status(obs: Observed) -> list[Json]:
     return [{"name": name, **c} for name, c in counts.items()]
 
 
-def _failed_steps(obs: Observed) -> set[tuple[str, str]]:
+def _failed_steps(prog: Progress) -> set[tuple[str, str]]:
     """(workflow, step) pairs whose step ended Failed/Error, or ran in a Workflow that ended so."""
     out: set[tuple[str, str]] = set()
-    for v in progress(obs).views:
+    for v in prog.views:
         for name, step in v.steps.items():
-            if step.phase in ("Failed", "Error") or (v.terminal and step.phase != "Succeeded"):
+            if step.phase in FAILED or (v.terminal and step.phase != "Succeeded"):
                 out.add((v.name, name))
     return out
 

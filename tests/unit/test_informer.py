@@ -62,7 +62,8 @@ def test_list_then_watch_keeps_transformed_objects_and_resumes_from_last_version
     )
     inf, seen = run(script, transform=slim.trainjob)
     assert [o["metadata"]["name"] for o in seen] == ["a", "a", "b"]
-    assert "managedFields" not in inf.get("ns", "a")["metadata"]  # type: ignore[index]
+    stored = inf.get("ns", "a")
+    assert stored is not None and "managedFields" not in stored["metadata"]
     assert script.watched_from == ["10", "11", "12"]
     assert script.lists == 1
 
@@ -84,7 +85,8 @@ def test_event_for_the_version_already_cached_notifies_no_one() -> None:
     inf.put(tj("a", "20"))  # the API's response to our own status write (write-through)
     assert inf._watch("20") == "21"
     assert [o["metadata"]["resourceVersion"] for o in seen] == ["21"]
-    assert inf.get("ns", "a")["metadata"]["resourceVersion"] == "21"  # type: ignore[index]
+    stored = inf.get("ns", "a")
+    assert stored is not None and stored["metadata"]["resourceVersion"] == "21"
 
 
 def test_queue_coalesces_and_requeues_a_key_changed_while_active() -> None:
@@ -92,10 +94,10 @@ def test_queue_coalesces_and_requeues_a_key_changed_while_active() -> None:
     q.add(("ns", "a"))
     q.add(("ns", "a"))
     assert len(q) == 1
-    key = q.get()
+    assert q.get() == ("ns", "a")
     q.add(("ns", "a"))  # changed while a worker holds it: not handed to a second worker
     assert len(q) == 0
-    q.done(key)  # type: ignore[arg-type]
+    q.done(("ns", "a"))
     assert q.get() == ("ns", "a")
 
 
@@ -111,10 +113,10 @@ def test_urgent_keys_go_first_and_an_urgent_add_moves_a_waiting_key() -> None:
 def test_urgent_change_while_active_comes_back_urgent() -> None:
     q = WorkQueue()
     q.add(("ns", "a"))
-    key = q.get()
+    assert q.get() == ("ns", "a")
     q.add(("ns", "b"))
     q.add(("ns", "a"), urgent=True)
-    q.done(key)  # type: ignore[arg-type]
+    q.done(("ns", "a"))
     assert q.get() == ("ns", "a")
 
 
