@@ -450,18 +450,23 @@ SCRIPT = textwrap.dedent(
     import json, sys
     from kubeflow.trainer import TrainerClient
     from kubeflow.common.types import KubernetesBackendConfig
+
     ns, kubeconfig, name = sys.argv[1:4]
     c = TrainerClient(KubernetesBackendConfig(namespace=ns, config_file=kubeconfig))
     job = c.wait_for_job_status(name, status={"Complete"}, timeout=240, polling_interval=2)
     jobs = c.list_jobs()
     got = c.get_job(name)
-    print(json.dumps({
-        "waited": job.status,
-        "listed": [j.name for j in jobs],
-        "status": got.status,
-        "steps": sorted(s.name for s in got.steps),
-        "num_nodes": got.num_nodes,
-    }))
+    print(
+        json.dumps(
+            {
+                "waited": job.status,
+                "listed": [j.name for j in jobs],
+                "status": got.status,
+                "steps": sorted(s.name for s in got.steps),
+                "num_nodes": got.num_nodes,
+            }
+        )
+    )
     """
 )
 
