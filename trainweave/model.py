@@ -80,10 +80,6 @@ class Job:
         containers: list[JsonDict] = self.pod_template["spec"]["containers"]
         return containers[0]
 
-    def requests(self) -> dict[str, str]:
-        """Per-pod resource requests as Kueue counts them (requests, else limits)."""
-        return pod_requests(self.pod_template["spec"])
-
 
 @dataclass(frozen=True)
 class Step:
@@ -137,27 +133,3 @@ class Pipeline:
             if step.name == name:
                 return step
         raise KeyError(name)
-
-
-def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, str]:
-    """Effective per-pod requests: sum over containers, max with each init container.
-
-    Mirrors Kubernetes' pod request rule (and Kueue's ``PodRequests``): a
-    container's request defaults to its limit. Values stay as quantity strings;
-    ``trainweave.quantity`` does the arithmetic.
-    """
-    from trainweave.quantity import add_quantities, max_quantities
-
-    total: dict[str, str] = {}
-    for container in pod_spec.get("containers", []):
-        total = add_quantities(total, _container_requests(container))
-    for init in pod_spec.get("initContainers", []):
-        total = max_quantities(total, _container_requests(init))
-    return total
-
-
-def _container_requests(container: Mapping[str, Any]) -> dict[str, str]:
-    resources = container.get("resources") or {}
-    requests = dict(resources.get("limits") or {})
-    requests.update(resources.get("requests") or {})
-    return {name: str(value) for name, value in requests.items()}

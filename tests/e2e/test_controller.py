@@ -276,8 +276,12 @@ def test_suspend_then_resume_continues_from_interrupted_step(
         lambda: kube.workload(namespace, "ft-node-a0") is None,
         timeout=90,
     )
-    cq = kube.custom.get_cluster_custom_object(*KUEUE, "clusterqueues", f"{namespace}-gpu")
-    assert _reserved(cq, "nvidia.com/gpu") == 0
+    # Kueue updates the ClusterQueue's reservation in its own reconcile, after the deletion.
+    wait_until(
+        "trainer GPUs released",
+        lambda: _reserved(_cq(kube, namespace), "nvidia.com/gpu") == 0,
+        timeout=30,
+    )
     kube.custom.patch_namespaced_custom_object(
         *TRAINER, namespace, "trainjobs", "ft", {"spec": {"suspend": False}}
     )
@@ -420,17 +424,27 @@ def test_gpu_queue_saturated_trainer_waits_without_holding_gpus(
         return wl if c and c.get("status") == "False" else None
 
     wait_until("trainer Workload pending", trainer_waiting, timeout=120)
-    tj = trainjob(kube, namespace)
-    jobs = {j["name"]: j for j in tj["status"]["jobsStatus"]}
-    assert (
-        jobs["dataset-initializer"]["succeeded"] == 1
-        and jobs["model-initializer"]["succeeded"] == 1
-    )
+
+    def initializers_succeeded() -> bool:
+        status = trainjob(kube, namespace).get("status") or {}
+        jobs = {j["name"]: j for j in status.get("jobsStatus") or []}
+        return all(
+            (jobs.get(step) or {}).get("succeeded") == 1
+            for step in ("dataset-initializer", "model-initializer")
+        )
+
+    # The roll-up follows the initializers' pods through the controller's watch.
+    wait_until("initializers succeeded in jobsStatus", initializers_succeeded, timeout=30)
     assert _reserved(_cq(kube, namespace), "nvidia.com/gpu") == 2  # only the blocker's
-    events = kube.core.list_namespaced_event(
-        namespace, field_selector="involvedObject.name=ft"
-    ).items
-    assert any(e.reason == "StepWaitingForQuota" and "queue gpu" in e.message for e in events)
+
+    def waiting_event() -> bool:
+        events = kube.core.list_namespaced_event(
+            namespace, field_selector="involvedObject.name=ft"
+        ).items
+        return any(e.reason == "StepWaitingForQuota" and "queue gpu" in e.message for e in events)
+
+    # The controller sees the pending Workload through its own watch, after the test does.
+    wait_until("StepWaitingForQuota event", waiting_event, timeout=30)
     kube.core.delete_namespaced_pod("blocker-0", namespace)
     kube.delete(KUEUE, "workloads", "blocker", namespace)
     wait_condition(kube, namespace, "Complete", timeout=180)

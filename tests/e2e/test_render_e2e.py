@@ -2,14 +2,16 @@
 
 No controller here: the rendered manifests are applied as a GitOps user would. Asserts the
 render's promises: one Workload per step, named as rendered, with the PodSets (Kueue role
-hashes and counts) that `trainweave plan -o yaml` previews; the trainer's GPU quota is reserved
-only after both initializers finished; the run succeeds.
+hashes and counts) that `trainweave plan -o yaml` previews; Kueue reserves exactly the requests
+the preview totals (a native sidecar and an init container included); the trainer's GPU quota is
+reserved only after both initializers finished; the run succeeds.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +19,11 @@ import pytest
 import yaml
 from kubernetes import utils
 from trainweave.adapters import argo, kueue
+from trainweave.adapters.podsets import effective_requests
 from trainweave.adapters.trainer import to_pipeline
 
 from trainweave.inputs import parse_runtime, parse_trainjob
+from trainweave.quantity import parse as parse_quantity
 
 from .kube import ARGO, KUEUE, Kube, condition, condition_is, parse_time, wait_until
 
@@ -53,6 +57,24 @@ def example_in(namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
         # (unreachable here; see docs/engines.md). Upstream initializer images rely on theirs.
         container = pod["spec"]["containers"][0]
         container.setdefault("command", ["/entrypoint"])
+        if job["name"] == "node":
+            # A native sidecar, then a regular init container that runs alongside it: the pod
+            # needs max(8 + 1, 10 + 1) CPUs and 32Gi + 512Mi (KEP-753), which Kueue must charge.
+            pod["spec"]["initContainers"] = [
+                {
+                    "name": "metrics",
+                    "image": "prom/node-exporter:v1",
+                    "command": ["/exporter"],
+                    "restartPolicy": "Always",
+                    "resources": {"requests": {"cpu": "1", "memory": "512Mi"}},
+                },
+                {
+                    "name": "warm-cache",
+                    "image": "busybox:1",
+                    "command": ["/warm"],
+                    "resources": {"requests": {"cpu": "10", "memory": "1Gi"}},
+                },
+            ]
     return tj, rt
 
 
@@ -91,6 +113,13 @@ def test_llm_finetune_render_runs_one_gang_per_step(
         preview = sorted((ps["name"], ps["count"]) for ps in previews[wl_name]["spec"]["podSets"])
         assert live == preview, wl_name
         assert wl["spec"]["queueName"] == previews[wl_name]["spec"]["queueName"]
+        assert charged(wl) == preview_totals(previews[wl_name]), wl_name
+    # The trainer's pods: 2 x (11 CPUs, 32Gi + 512Mi), the native sidecar counted as Kubernetes does.
+    assert preview_totals(previews[f"{name}-node-a0"]) == {
+        "cpu": parse_quantity("22"),
+        "memory": parse_quantity("65Gi"),
+        "nvidia.com/gpu": parse_quantity("16"),
+    }
 
     nodes = {n["displayName"]: n for n in wf["status"]["nodes"].values()}
     inits_done = max(
@@ -106,3 +135,23 @@ def test_llm_finetune_render_runs_one_gang_per_step(
 
 def kube_previews(pipeline: Any) -> list[dict[str, Any]]:
     return kueue.workloads(pipeline)
+
+
+def charged(wl: dict[str, Any]) -> dict[str, Decimal]:
+    """What Kueue reserved for the Workload: its PodSet assignments' resourceUsage, summed."""
+    total: dict[str, Decimal] = {}
+    for assignment in wl["status"]["admission"]["podSetAssignments"]:
+        for resource, quantity in assignment["resourceUsage"].items():
+            total[resource] = total.get(resource, Decimal(0)) + parse_quantity(quantity)
+    return total
+
+
+def preview_totals(wl: dict[str, Any]) -> dict[str, Decimal]:
+    """What `trainweave plan` says the Workload's pods request, summed over its PodSets."""
+    total: dict[str, Decimal] = {}
+    for podset in wl["spec"]["podSets"]:
+        for resource, quantity in effective_requests(podset["template"]["spec"]).items():
+            total[resource] = (
+                total.get(resource, Decimal(0)) + parse_quantity(quantity) * podset["count"]
+            )
+    return total

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from trainweave.adapters import kueue, names
-from trainweave.adapters.podsets import pod_roles
+from trainweave.adapters.podsets import effective_requests, pod_roles
 from trainweave.adapters.rolehash import (
     PodDefaults,
     admitted_pod_spec,
@@ -352,6 +352,64 @@ def test_effective_requests_include_executor_and_overhead() -> None:
     (role,) = pod_roles(step, defaults)
     assert role.requests() == {"cpu": "1350m", "memory": "64Mi"}
     assert role.total() == {"cpu": "2700m", "memory": "128Mi"}
+
+
+def _c(name: str, cpu: str, sidecar: bool = False, limit: bool = False) -> Json:
+    c: Json = {"name": name, "resources": {"limits" if limit else "requests": {"cpu": cpu}}}
+    if sidecar:
+        c["restartPolicy"] = "Always"
+    return c
+
+
+@pytest.mark.parametrize(
+    ("spec", "cpu"),
+    [
+        # KEP-753's example: a sidecar adds to the containers' sum; a regular init container
+        # after it runs alongside it (i2: 1500m + sidecar 1 > containers 1 + sidecar 1).
+        (
+            {
+                "initContainers": [_c("i1", "2"), _c("s1", "1", sidecar=True), _c("i2", "1500m")],
+                "containers": [_c("c", "1")],
+            },
+            "2500m",
+        ),
+        # A regular init container before the sidecar does not run alongside it.
+        (
+            {
+                "initContainers": [_c("i1", "2"), _c("s1", "1", sidecar=True)],
+                "containers": [_c("c", "1500m")],
+            },
+            "2500m",
+        ),
+        # Sidecars accumulate; a limit stands for a missing request.
+        (
+            {
+                "initContainers": [
+                    _c("s1", "1", sidecar=True),
+                    _c("s2", "500m", sidecar=True, limit=True),
+                ],
+                "containers": [_c("c", "2")],
+            },
+            "3500m",
+        ),
+        # Without sidecars: max(sum of containers, largest init container).
+        ({"initContainers": [_c("i1", "4")], "containers": [_c("a", "1"), _c("b", "2")]}, "4"),
+        # Pod-level cpu replaces the aggregate; overhead is added on top.
+        (
+            {
+                "initContainers": [_c("s1", "1", sidecar=True)],
+                "containers": [_c("c", "2")],
+                "resources": {"requests": {"cpu": "5"}},
+                "overhead": {"cpu": "250m"},
+            },
+            "5250m",
+        ),
+    ],
+    ids=["kep-753", "init-before-sidecar", "sidecars-add", "no-sidecar", "pod-level-overhead"],
+)
+def test_effective_requests_follow_kubernetes_pod_requests(spec: Json, cpu: str) -> None:
+    """component-helpers v0.36.2 ``resource.PodRequests``, as Kueue v0.19.2 totals a PodSet."""
+    assert effective_requests(spec) == {"cpu": cpu}
 
 
 def test_workloads_do_not_share_state() -> None:
