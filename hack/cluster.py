@@ -6,14 +6,14 @@ etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok are start
 workflow-controller are started here, as plain processes with pid files. Every binary comes from
 hack/build.sh, every CRD and webhook manifest from the same pinned Go modules (hack/versions.env).
 
-State (kubeconfig, pids, logs, certs) lives in $TRAINWEAVE_STATE_DIR, by default
-${XDG_CACHE_HOME:-~/.cache}/trainweave/cluster. docs/local-control-plane.md explains the parts.
+What the engines are given (nodes, kwok Stages, Kueue config, webhooks, flavors) is built in
+hack/engine_config.py. State (kubeconfig, pids, logs, certs) lives in $TRAINWEAVE_STATE_DIR, by
+default ${XDG_CACHE_HOME:-~/.cache}/trainweave/cluster. docs/local-control-plane.md explains it.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import hashlib
 import json
 import os
@@ -29,12 +29,18 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from engine_config import (
+    POOLS,
+    flavor_manifests,
+    kueue_config,
+    kueue_webhooks,
+    kwokctl_config,
+    node_manifests,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 HACK = ROOT / "hack"
 
-E2E_LABEL = "trainweave.test/e2e"
-POOL_LABEL = "trainweave.test/pool"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trainweave"
 STATE = Path(os.environ.get("TRAINWEAVE_STATE_DIR") or CACHE / "cluster")
 KUBECONFIG = STATE / "kubeconfig"
@@ -45,26 +51,6 @@ CLUSTER_NAME = (
     else "trainweave-e2e-" + hashlib.sha256(str(STATE).encode()).hexdigest()[:8]
 )
 LAST_LOGS = CACHE / "cluster-last-logs"
-
-# Fake node pools (kwok): no taints, loopback InternalIP, labelled for ResourceFlavor nodeLabels.
-POOLS = {
-    "cpu": {"count": 4, "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
-    "gpu": {
-        "count": 4,
-        "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"},
-    },
-}
-
-# Kueue's waitForPodsReady, set deliberately (docs/local-control-plane.md, docs/engines.md):
-# a gang that is not all Ready 5 min after admission is evicted and requeued; recoveryTimeout 0s
-# turns the v0.19.2 recovery check off, which otherwise evicts a multi-pod group in which one pod
-# already Succeeded while the others still run (kueue-podgroups.md 2.4).
-WAIT_FOR_PODS_READY = {
-    "timeout": "5m",
-    "recoveryTimeout": "0s",
-    "blockAdmission": False,
-    "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 10},
-}
 
 
 def log(msg: str) -> None:
@@ -218,89 +204,6 @@ def apiserver_ready(kubectl: Path) -> bool:
 # pieces
 
 
-def kwokctl_config(bin_dir: Path, versions: dict[str, str], kwok_dir: Path) -> str:
-    docs: list[dict[str, Any]] = [
-        {
-            "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
-            "kind": "KwokctlConfiguration",
-            "options": {
-                "runtime": "binary",
-                "bindAddress": "127.0.0.1",  # every component on loopback (default is 0.0.0.0)
-                "kubeVersion": versions["KUBERNETES_VERSION"],
-                "etcdVersion": versions["ETCD_VERSION"].lstrip("v"),
-                "kubeApiserverBinary": str(bin_dir / "kube-apiserver"),
-                "kubeControllerManagerBinary": str(bin_dir / "kube-controller-manager"),
-                "kubeSchedulerBinary": str(bin_dir / "kube-scheduler"),
-                "kubectlBinary": str(bin_dir / "kubectl"),
-                "etcdBinary": str(bin_dir / "etcd"),
-                "kwokControllerBinary": str(bin_dir / "kwok"),
-                "nodeLeaseDurationSeconds": 40,
-            },
-        }
-    ]
-    text = yaml.safe_dump_all(docs, sort_keys=False)
-    # Stages: node ones and pod-ready unchanged from the pinned kwok module, our pod ones after.
-    stage_files = [
-        kwok_dir / "kustomize/stage/node/fast/node-initialize.yaml",
-        kwok_dir / "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
-        kwok_dir / "kustomize/stage/pod/fast/pod-ready.yaml",
-        HACK / "e2e/pod-stages.yaml",
-    ]
-    for f in stage_files:
-        text += "---\n" + f.read_text().strip() + "\n"
-    return text
-
-
-def node_manifests() -> list[dict[str, Any]]:
-    nodes = []
-    for pool, spec in POOLS.items():
-        for i in range(int(spec["count"])):  # type: ignore[call-overload]
-            name = f"kwok-{pool}-{i}"
-            nodes.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Node",
-                    "metadata": {
-                        "name": name,
-                        "annotations": {
-                            "kwok.x-k8s.io/node": "fake",
-                            "node.alpha.kubernetes.io/ttl": "0",
-                        },
-                        "labels": {
-                            "type": "kwok",
-                            POOL_LABEL: pool,
-                            "kubernetes.io/hostname": name,
-                            "kubernetes.io/os": "linux",
-                            "kubernetes.io/arch": "amd64",
-                        },
-                    },
-                    "spec": {},
-                    "status": {
-                        "allocatable": spec["capacity"],
-                        "capacity": spec["capacity"],
-                        # loopback only: nothing (logs, exec) may be sent to another address
-                        "addresses": [
-                            {"type": "InternalIP", "address": "127.0.0.1"},
-                            {"type": "Hostname", "address": name},
-                        ],
-                        "nodeInfo": {
-                            "architecture": "amd64",
-                            "operatingSystem": "linux",
-                            "kubeletVersion": "fake",
-                            "kubeProxyVersion": "fake",
-                            "bootID": "",
-                            "containerRuntimeVersion": "",
-                            "kernelVersion": "",
-                            "machineID": "",
-                            "osImage": "",
-                            "systemUUID": "",
-                        },
-                    },
-                }
-            )
-    return nodes
-
-
 def make_certs(cert_dir: Path) -> bytes:
     """A CA and a serving cert for 127.0.0.1/localhost (Kueue webhooks and its metrics server)."""
     cert_dir.mkdir(parents=True, exist_ok=True)
@@ -362,46 +265,6 @@ def make_certs(cert_dir: Path) -> bytes:
         capture=True,
     )
     return ca_crt.read_bytes()
-
-
-def kueue_webhooks(kueue_dir: Path, port: int, ca: bytes) -> list[dict[str, Any]]:
-    """Kueue's generated webhook manifests, pointed at https://127.0.0.1:<port> like envtest."""
-    docs = [
-        d
-        for d in yaml.safe_load_all(
-            (kueue_dir / "config/components/webhook/manifests.yaml").read_text()
-        )
-        if d and d.get("kind") in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
-    ]
-    ca_b64 = base64.b64encode(ca).decode()
-    for d in docs:
-        d["metadata"]["name"] = "kueue-" + d["metadata"]["name"]
-        for wh in d["webhooks"]:
-            path = wh["clientConfig"]["service"]["path"]
-            wh["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca_b64}
-            if "kueue-x-k8s-io" not in path:
-                # job-like webhooks (pods, jobs, ...) only see the e2e test namespaces, as the
-                # kustomize overlay limits them to non-system namespaces upstream.
-                wh["namespaceSelector"] = {"matchLabels": {E2E_LABEL: "true"}}
-    return docs
-
-
-def kueue_config(webhook_port: int, health_port: int, cert_dir: Path) -> dict[str, Any]:
-    return {
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
-        "kind": "Configuration",
-        "namespace": "kueue-system",
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
-        "metrics": {"bindAddress": "0"},
-        "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(cert_dir)},
-        "leaderElection": {"leaderElect": False},
-        "internalCertManagement": {"enable": False},
-        "managedJobsNamespaceSelector": {"matchLabels": {E2E_LABEL: "true"}},
-        "waitForPodsReady": WAIT_FOR_PODS_READY,
-        # The visibility API server would listen on 0.0.0.0:8082.
-        "featureGates": {"VisibilityOnDemand": False},
-        "integrations": {"frameworks": ["pod", "batch/job"]},
-    }
 
 
 def start_process(
@@ -785,18 +648,6 @@ def cmd_render(args: argparse.Namespace) -> None:
     del cfg["featureGates"]
     (out / "kueue-config.yaml").write_text(yaml.safe_dump(cfg))
     log(f"wrote nodes.yaml stages.yaml flavors.yaml kueue-config.yaml to {out}")
-
-
-def flavor_manifests() -> list[dict[str, Any]]:
-    return [
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ResourceFlavor",
-            "metadata": {"name": pool},
-            "spec": {"nodeLabels": {POOL_LABEL: pool}},
-        }
-        for pool in POOLS
-    ]
 
 
 def cmd_env(args: argparse.Namespace) -> None:

@@ -14,7 +14,8 @@ Prometheus observations owed, and when to look again. Lifecycle (docs/controller
   attempt ``<tj>-r<k>``, like KubeRay's RayJob backoffLimit; never after a deadline;
 - clean-up: a step pod group that is done for good gets
   ``retriable-in-group: "false"`` on a pod (pods kept for logs), or its Workload
-  deleted while pods still run; Workloads of a deleted TrainJob are deleted.
+  deleted while pods still run; Workloads of a deleted TrainJob are deleted; the
+  running Workflows of a TrainJob being deleted (foreground) are stopped.
 """
 
 from __future__ import annotations
@@ -99,9 +100,9 @@ def plan(obs: Observed, now: datetime) -> Plan:
     """Everything to do for ``obs.trainjob``. Pure."""
     tj = obs.trainjob
     meta = _meta(tj)
-    if meta.get("deletionTimestamp"):
-        return Plan()
     ns, spec = str(meta["namespace"]), dict(tj.get("spec") or {})
+    if meta.get("deletionTimestamp"):
+        return Plan(requests=_stop_when_deleted(ns, obs))
     current = list((tj.get("status") or {}).get("conditions") or [])
     desired = rollup(obs, now)
     prog = progress(obs)
@@ -276,6 +277,14 @@ def _quota(obs: Observed, now: datetime, out: Plan) -> None:
         elif q.state == quota.ADMITTED:
             msg = f"step {q.step} admitted by ClusterQueue {q.cluster_queue}"
             out.after_start.append(event(tj, "Normal", "StepAdmitted", msg, now))
+
+
+def _stop_when_deleted(ns: str, obs: Observed) -> list[api.Request]:
+    """A TrainJob deleted in foreground stays until the GC has deleted its Workflows, which Argo
+    keeps operating meanwhile: its retryStrategy would replace the pods the GC deletes. Stopping
+    each running Workflow first ends that (docs/engines.md)."""
+    views = (view(wf) for wf in owned(obs.trainjob, obs.workflows))
+    return [_stop(ns, v, "deleted") for v in views if not v.terminal and not v.shutdown]
 
 
 def _attempts(ns: str, name: str, n: int) -> api.Request:

@@ -31,6 +31,7 @@ from .kube import ARGO, KUEUE, Kube, condition, default_kubeconfig, load_manifes
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 TRAINER = ("trainer.kubeflow.org", "v1alpha1")
+HOLD = "trainweave.test/hold"  # a finalizer that keeps a pod until the test lets go
 RJOBS = ("dataset-initializer", "model-initializer", "node", "model-exporter")
 Json = dict[str, Any]
 
@@ -348,6 +349,58 @@ def test_deleting_trainjob_cleans_up(
         "pods gone", lambda: not kube.pods(namespace, "trainweave.io/trainjob=ft"), timeout=120
     )
     wait_until("workloads gone", lambda: not kube.list(KUEUE, "workloads", namespace), timeout=120)
+
+
+def test_foreground_deleted_trainjob_stops_its_workflow_before_the_cascade(
+    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
+) -> None:
+    """`kubectl delete trainjob --cascade=foreground`: the GC deletes the Workflow's pods while
+    Argo still operates the Workflow; unstopped, its retryStrategy replaces a deleted pod that
+    failed (143) with a new attempt (docs/engines.md). trainweave stops the Workflow first.
+
+    A test finalizer holds the trainer pod, so the Workflow outlives the pod's failure for
+    certain and Argo decides about it: the Workflow fails, with no retry attempt."""
+    queues()
+    apply(kube, namespace, *example(namespace, nodes=1, durations={"node": "300s"}))
+    wait_until(
+        "trainer running", lambda: _phase_pods(kube, namespace, "node", "Running"), timeout=120
+    )
+    (trainer,) = kube.pods(namespace, "trainweave.io/replicated-job=node")
+    hold = {"metadata": {"finalizers": [*(trainer.metadata.finalizers or []), HOLD]}}
+    kube.core.patch_namespaced_pod(trainer.metadata.name, namespace, hold)
+    kube.custom.delete_namespaced_custom_object(
+        *TRAINER, namespace, "trainjobs", "ft", propagation_policy="Foreground"
+    )
+
+    def workflow_ended() -> Json | None:
+        wf = kube.workflow(namespace, "ft")
+        return wf if (wf.get("status") or {}).get("phase") in ("Failed", "Error") else None
+
+    try:
+        # Unstopped, the Workflow would go on: a retry after the trainer's 10 s backoff, which
+        # then runs for 300 s. Stopped, it fails as soon as Argo sees the deleted pod fail.
+        wf = wait_until("Workflow ended", workflow_ended, timeout=90)
+        attempts = [
+            n["displayName"]
+            for n in wf["status"]["nodes"].values()
+            if n["type"] == "Pod" and n["templateName"] == "node"
+        ]
+        assert attempts == ["node-0-0(0)"]  # no retry attempt
+        assert wf["spec"].get("shutdown") == "Stop"
+    finally:
+        pod = kube.core.read_namespaced_pod(trainer.metadata.name, namespace)
+        kept = [f for f in pod.metadata.finalizers or [] if f != HOLD]
+        kube.core.patch_namespaced_pod(
+            trainer.metadata.name,
+            namespace,
+            [{"op": "replace", "path": "/metadata/finalizers", "value": kept}],
+        )
+    wait_until("TrainJob gone", lambda: not kube.list(TRAINER, "trainjobs", namespace), timeout=120)
+    assert workflows(kube, namespace) == []
+    wait_until(
+        "pods gone", lambda: not kube.pods(namespace, "trainweave.io/trainjob=ft"), timeout=60
+    )
+    wait_until("workloads gone", lambda: not kube.list(KUEUE, "workloads", namespace), timeout=60)
 
 
 def test_missing_runtime_fails_with_reason(

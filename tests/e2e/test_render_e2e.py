@@ -107,6 +107,14 @@ def test_llm_finetune_render_runs_one_gang_per_step(
     wf = wait_until(f"workflow {name} finished", finished, timeout=240)
     assert wf["status"]["phase"] == "Succeeded", wf["status"].get("message")
 
+    def workloads_finished() -> bool:
+        # Kueue marks a Workload Finished from its pods, independently of Argo's Workflow phase.
+        for wl in kube.list(KUEUE, "workloads", namespace):
+            seen[wl["metadata"]["name"]] = wl
+        return all(condition_is(wl, "Finished") for wl in seen.values())
+
+    wait_until("Workloads Finished", workloads_finished, timeout=30)
+
     assert set(seen) == set(previews)
     for wl_name, wl in seen.items():
         live = sorted((ps["name"], ps["count"]) for ps in wl["spec"]["podSets"])
@@ -130,7 +138,6 @@ def test_llm_finetune_render_runs_one_gang_per_step(
     assert reserved is not None
     # Conditions keep their last transition; the trainer was reserved once, after the initializers.
     assert parse_time(reserved["lastTransitionTime"]) >= inits_done
-    assert all(condition_is(wl, "Finished") for wl in seen.values())
 
 
 def kube_previews(pipeline: Any) -> list[dict[str, Any]]:

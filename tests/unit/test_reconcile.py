@@ -221,6 +221,31 @@ def test_suspend_stops_running_workflow_and_releases_its_workloads() -> None:
     ]
 
 
+def test_trainjob_deleted_in_foreground_stops_its_running_workflow_only() -> None:
+    """Argo would retry the pods the GC deletes; a stop first, and nothing else."""
+    tj = trainjob(annotations={"trainweave.io/attempts": "2"})
+    tj["metadata"]["deletionTimestamp"] = "2026-11-01T11:00:00Z"
+    tj["metadata"]["finalizers"] = ["foregroundDeletion"]
+    running = workflow({"init": INIT_OK, "trainer": TRAINER_RUN}, attempt=1)
+    done = workflow({"init": INIT_OK}, phase="Failed")
+    pods = (pod("ft-r1", "trainer", "node-0-0", "Running"),)
+    wls = (workload("ft-trainer-a1", queue="gpu", reserved=T0),)
+    plan = reconcile.plan(Observed(tj, (done, running), pods, wls), NOW)
+    assert [(r.method, r.path.rsplit("/", 1)[-1], r.body) for r in plan.requests] == [
+        (
+            "PATCH",
+            "ft-r1",
+            {
+                "metadata": {"annotations": {"trainweave.io/stopped-for": "deleted"}},
+                "spec": {"shutdown": "Stop"},
+            },
+        ),
+    ]
+    assert plan.start is None and plan.after_start == [] and plan.metrics == []
+    stopped = workflow({"init": INIT_OK, "trainer": TRAINER_RUN}, attempt=1, shutdown="Stop")
+    assert reconcile.plan(Observed(tj, (done, stopped), pods, wls), NOW).requests == []
+
+
 def test_suspend_before_any_pod_uses_argo_suspend() -> None:
     wf = workflow({"init": StepState(""), "trainer": StepState("")})
     obs = Observed(trainjob(suspend=True, annotations={"trainweave.io/attempts": "1"}), (wf,))

@@ -1,0 +1,172 @@
+"""What the local control plane's engines are given: fake nodes, kwok Stages, Kueue's
+configuration and webhooks, ResourceFlavors. Pure builders from pinned sources; hack/cluster.py
+starts the processes with them and `hack/cluster.py render` writes them for hack/kind-up.sh.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HACK = Path(__file__).resolve().parent
+
+E2E_LABEL = "trainweave.test/e2e"
+POOL_LABEL = "trainweave.test/pool"
+
+# Fake node pools (kwok): no taints, loopback InternalIP, labelled for ResourceFlavor nodeLabels.
+POOLS = {
+    "cpu": {"count": 4, "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
+    "gpu": {
+        "count": 4,
+        "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"},
+    },
+}
+
+# Kueue's waitForPodsReady, set deliberately (docs/local-control-plane.md, docs/engines.md):
+# a gang that is not all Ready 5 min after admission is evicted and requeued; recoveryTimeout 0s
+# turns the v0.19.2 recovery check off, which otherwise evicts a multi-pod group in which one pod
+# already Succeeded while the others still run (kueue-podgroups.md 2.4).
+WAIT_FOR_PODS_READY = {
+    "timeout": "5m",
+    "recoveryTimeout": "0s",
+    "blockAdmission": False,
+    "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 10},
+}
+
+
+def kwokctl_config(bin_dir: Path, versions: dict[str, str], kwok_dir: Path) -> str:
+    docs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+            "kind": "KwokctlConfiguration",
+            "options": {
+                "runtime": "binary",
+                "bindAddress": "127.0.0.1",  # every component on loopback (default is 0.0.0.0)
+                "kubeVersion": versions["KUBERNETES_VERSION"],
+                "etcdVersion": versions["ETCD_VERSION"].lstrip("v"),
+                "kubeApiserverBinary": str(bin_dir / "kube-apiserver"),
+                "kubeControllerManagerBinary": str(bin_dir / "kube-controller-manager"),
+                "kubeSchedulerBinary": str(bin_dir / "kube-scheduler"),
+                "kubectlBinary": str(bin_dir / "kubectl"),
+                "etcdBinary": str(bin_dir / "etcd"),
+                "kwokControllerBinary": str(bin_dir / "kwok"),
+                "nodeLeaseDurationSeconds": 40,
+            },
+        }
+    ]
+    text = yaml.safe_dump_all(docs, sort_keys=False)
+    # Stages: node ones and pod-ready unchanged from the pinned kwok module, our pod ones after.
+    stage_files = [
+        kwok_dir / "kustomize/stage/node/fast/node-initialize.yaml",
+        kwok_dir / "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+        kwok_dir / "kustomize/stage/pod/fast/pod-ready.yaml",
+        HACK / "e2e/pod-stages.yaml",
+    ]
+    for f in stage_files:
+        text += "---\n" + f.read_text().strip() + "\n"
+    return text
+
+
+def node_manifests() -> list[dict[str, Any]]:
+    nodes = []
+    for pool, spec in POOLS.items():
+        for i in range(int(spec["count"])):  # type: ignore[call-overload]
+            name = f"kwok-{pool}-{i}"
+            nodes.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {
+                        "name": name,
+                        "annotations": {
+                            "kwok.x-k8s.io/node": "fake",
+                            "node.alpha.kubernetes.io/ttl": "0",
+                        },
+                        "labels": {
+                            "type": "kwok",
+                            POOL_LABEL: pool,
+                            "kubernetes.io/hostname": name,
+                            "kubernetes.io/os": "linux",
+                            "kubernetes.io/arch": "amd64",
+                        },
+                    },
+                    "spec": {},
+                    "status": {
+                        "allocatable": spec["capacity"],
+                        "capacity": spec["capacity"],
+                        # loopback only: nothing (logs, exec) may be sent to another address
+                        "addresses": [
+                            {"type": "InternalIP", "address": "127.0.0.1"},
+                            {"type": "Hostname", "address": name},
+                        ],
+                        "nodeInfo": {
+                            "architecture": "amd64",
+                            "operatingSystem": "linux",
+                            "kubeletVersion": "fake",
+                            "kubeProxyVersion": "fake",
+                            "bootID": "",
+                            "containerRuntimeVersion": "",
+                            "kernelVersion": "",
+                            "machineID": "",
+                            "osImage": "",
+                            "systemUUID": "",
+                        },
+                    },
+                }
+            )
+    return nodes
+
+
+def kueue_webhooks(kueue_dir: Path, port: int, ca: bytes) -> list[dict[str, Any]]:
+    """Kueue's generated webhook manifests, pointed at https://127.0.0.1:<port> like envtest."""
+    docs = [
+        d
+        for d in yaml.safe_load_all(
+            (kueue_dir / "config/components/webhook/manifests.yaml").read_text()
+        )
+        if d and d.get("kind") in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+    ]
+    ca_b64 = base64.b64encode(ca).decode()
+    for d in docs:
+        d["metadata"]["name"] = "kueue-" + d["metadata"]["name"]
+        for wh in d["webhooks"]:
+            path = wh["clientConfig"]["service"]["path"]
+            wh["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca_b64}
+            if "kueue-x-k8s-io" not in path:
+                # job-like webhooks (pods, jobs, ...) only see the e2e test namespaces, as the
+                # kustomize overlay limits them to non-system namespaces upstream.
+                wh["namespaceSelector"] = {"matchLabels": {E2E_LABEL: "true"}}
+    return docs
+
+
+def kueue_config(webhook_port: int, health_port: int, cert_dir: Path) -> dict[str, Any]:
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "namespace": "kueue-system",
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        "metrics": {"bindAddress": "0"},
+        "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(cert_dir)},
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "managedJobsNamespaceSelector": {"matchLabels": {E2E_LABEL: "true"}},
+        "waitForPodsReady": WAIT_FOR_PODS_READY,
+        # The visibility API server would listen on 0.0.0.0:8082.
+        "featureGates": {"VisibilityOnDemand": False},
+        "integrations": {"frameworks": ["pod", "batch/job"]},
+    }
+
+
+def flavor_manifests() -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": pool},
+            "spec": {"nodeLabels": {POOL_LABEL: pool}},
+        }
+        for pool in POOLS
+    ]
