@@ -39,6 +39,7 @@ from trainweave import labels
 from trainweave.labels import ConditionType
 
 Json = dict[str, Any]
+FOREGROUND = "foregroundDeletion"  # the GC's finalizer on an owner deleted in foreground
 COMPONENT = "trainweave-controller"
 
 
@@ -282,7 +283,11 @@ def _quota(obs: Observed, now: datetime, out: Plan) -> None:
 def _stop_when_deleted(ns: str, obs: Observed) -> list[api.Request]:
     """A TrainJob deleted in foreground stays until the GC has deleted its Workflows, which Argo
     keeps operating meanwhile: its retryStrategy would replace the pods the GC deletes. Stopping
-    each running Workflow first ends that (docs/engines.md)."""
+    each running Workflow first ends that (docs/engines.md). Other deletions are left alone: in
+    the background the Workflows go after the TrainJob (and Argo stops with them); with
+    ``orphan`` they are meant to keep running."""
+    if FOREGROUND not in (_meta(obs.trainjob).get("finalizers") or []):
+        return []
     views = (view(wf) for wf in owned(obs.trainjob, obs.workflows))
     return [_stop(ns, v, "deleted") for v in views if not v.terminal and not v.shutdown]
 

@@ -246,6 +246,17 @@ def test_trainjob_deleted_in_foreground_stops_its_running_workflow_only() -> Non
     assert reconcile.plan(Observed(tj, (done, stopped), pods, wls), NOW).requests == []
 
 
+@pytest.mark.parametrize("finalizers", [["orphan"], ["example.com/keep"], []])
+def test_trainjob_deleted_otherwise_leaves_its_workflow_alone(finalizers: list[str]) -> None:
+    """Orphan: the Workflow is meant to outlive the TrainJob; background: it goes after it."""
+    tj = trainjob(annotations={"trainweave.io/attempts": "1"})
+    tj["metadata"]["deletionTimestamp"] = "2026-11-01T11:00:00Z"
+    tj["metadata"]["finalizers"] = finalizers
+    wf = workflow({"init": INIT_OK, "trainer": TRAINER_RUN})
+    pods = (pod("ft", "trainer", "node-0-0", "Running"),)
+    assert reconcile.plan(Observed(tj, (wf,), pods), NOW) == reconcile.Plan()
+
+
 def test_suspend_before_any_pod_uses_argo_suspend() -> None:
     wf = workflow({"init": StepState(""), "trainer": StepState("")})
     obs = Observed(trainjob(suspend=True, annotations={"trainweave.io/attempts": "1"}), (wf,))
