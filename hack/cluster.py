@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 from engine_config import (
-    POOLS,
+    NODE_COUNT,
     flavor_manifests,
     kueue_config,
     kueue_webhooks,
@@ -483,8 +483,8 @@ def cmd_up(args: argparse.Namespace, started: dict[str, bool] | None = None) -> 
         1,
     )
     wait_for(
-        f"{sum(int(p['count']) for p in POOLS.values())} Ready nodes",  # type: ignore[call-overload]
-        lambda: ready_nodes(kubectl_args) == sum(int(p["count"]) for p in POOLS.values()),  # type: ignore[call-overload]
+        f"{NODE_COUNT} Ready nodes",
+        lambda: ready_nodes(kubectl_args) == NODE_COUNT,
         120,
     )
     state["up_seconds"] = round(time.monotonic() - t0, 1)

@@ -17,13 +17,14 @@ E2E_LABEL = "trainweave.test/e2e"
 POOL_LABEL = "trainweave.test/pool"
 
 # Fake node pools (kwok): no taints, loopback InternalIP, labelled for ResourceFlavor nodeLabels.
-POOLS = {
+POOLS: dict[str, dict[str, Any]] = {
     "cpu": {"count": 4, "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
     "gpu": {
         "count": 4,
         "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"},
     },
 }
+NODE_COUNT = sum(int(pool["count"]) for pool in POOLS.values())
 
 # Kueue's waitForPodsReady, set deliberately (docs/local-control-plane.md, docs/engines.md):
 # a gang that is not all Ready 5 min after admission is evicted and requeued; recoveryTimeout 0s
@@ -73,7 +74,7 @@ def kwokctl_config(bin_dir: Path, versions: dict[str, str], kwok_dir: Path) -> s
 def node_manifests() -> list[dict[str, Any]]:
     nodes = []
     for pool, spec in POOLS.items():
-        for i in range(int(spec["count"])):  # type: ignore[call-overload]
+        for i in range(int(spec["count"])):
             name = f"kwok-{pool}-{i}"
             nodes.append(
                 {

@@ -7,8 +7,9 @@ inside a Hera ``DAG`` adds to the enclosing Workflow exactly the templates
 ``adapters.argo``) and returns the DAG task that runs the step:
 
 - ``step-<name>``: a DAG with one task per pod, ``<name>-<replica>-<index>``;
-- ``<name>``: the pod's containerSet template (the container keeps its name). Its pod labels carry the step's
-  queue (``kueue.x-k8s.io/queue-name``) and pod group
+- ``<name>``: the pod's containerSet template (the container keeps its
+  name). Its pod labels carry the step's queue (``kueue.x-k8s.io/queue-name``)
+  and pod group
   (``kueue.x-k8s.io/pod-group-name`` = ``<workflow>-<name>-a0``, 63 characters
   at most), its annotation ``kueue.x-k8s.io/pod-group-total-count`` = pods, a
   ``retryStrategy`` from the RetryPolicy (``adapters.retry``) and, with

@@ -89,6 +89,22 @@ def wf_message(wf: dict[str, Any]) -> str:
     return f"phase={st.get('phase')} message={st.get('message')} nodes={nodes}"
 
 
+def finished(kube: Kube, ns: str, group: str) -> dict[str, Any]:
+    """Wait for Kueue to mark the Workload Finished (from its pods, apart from Argo's phase)."""
+    return kube.wait_workload(
+        ns, group, lambda wl: condition_is(wl, "Finished"), "Finished", timeout=30
+    )
+
+
+def finalizers_removed(kube: Kube, ns: str, pod: str) -> None:
+    """Wait for Kueue to take its finalizer off ``pod``."""
+    wait_until(
+        f"finalizers removed from pod {pod}",
+        lambda: not kube.core.read_namespaced_pod(pod, ns).metadata.finalizers,
+        timeout=30,
+    )
+
+
 class Watcher:
     """Polls a workflow and its Workloads until a predicate holds, recording what it saw."""
 
@@ -262,9 +278,7 @@ def test_retry_on_137_joins_the_admitted_workload(
     assert pods[0].metadata.annotations[role] == pods[1].metadata.annotations[role]
     # Same Workload, admitted once: the retry pod was ungated into the still-admitted Workload.
     # (Kueue marks it Finished from the pods, independently of Argo finishing the Workflow.)
-    wl = kube.wait_workload(
-        namespace, group, lambda wl: condition_is(wl, "Finished"), "Finished", timeout=30
-    )
+    wl = finished(kube, namespace, group)
     assert len(w.uids[group]) == 1
     assert podsets(wl) == [1]
     assert w.first_reserved[group] <= pods[1].metadata.creation_timestamp
@@ -272,15 +286,7 @@ def test_retry_on_137_joins_the_admitted_workload(
     fin = condition(wl, "Finished")
     assert fin and fin["status"] == "True" and fin["reason"] == "Succeeded", fin
     # The replaced (Failed) pod loses Kueue's finalizer; both are owners of the Workload.
-    wait_until(
-        "finalizer removed from the replaced pod",
-        lambda: (
-            not (
-                kube.core.read_namespaced_pod(pods[0].metadata.name, namespace).metadata.finalizers
-            )
-        ),
-        timeout=30,
-    )
+    finalizers_removed(kube, namespace, pods[0].metadata.name)
     owners = {o["name"] for o in wl["metadata"]["ownerReferences"]}
     assert owners == {p.metadata.name for p in pods}
 
@@ -319,9 +325,7 @@ def test_exit_1_is_permanent_and_the_workload_keeps_its_quota(
         namespace,
         {"metadata": {"annotations": {"kueue.x-k8s.io/retriable-in-group": "false"}}},
     )
-    wl = kube.wait_workload(
-        namespace, group, lambda wl: condition_is(wl, "Finished"), "Finished", timeout=30
-    )
+    wl = finished(kube, namespace, group)
     fin = condition(wl, "Finished")
     assert fin is not None
     # ... and even then the reason is Succeeded: a pod-group Workload never finishes as Failed.
@@ -336,15 +340,7 @@ def test_exit_1_is_permanent_and_the_workload_keeps_its_quota(
         ),
         timeout=30,
     )
-    wait_until(
-        "finalizer removed from the failed pod",
-        lambda: (
-            not (
-                kube.core.read_namespaced_pod(pods[0].metadata.name, namespace).metadata.finalizers
-            )
-        ),
-        timeout=30,
-    )
+    finalizers_removed(kube, namespace, pods[0].metadata.name)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -458,9 +454,7 @@ def _preemption(kube: Kube, namespace: str, high: str) -> None:
     kube.delete(KUEUE, "workloads", "urgent", namespace)
     wf = w.finish(timeout=180)
     assert wf["status"]["phase"] == "Succeeded", wf_message(wf)
-    wl = kube.wait_workload(
-        namespace, group, lambda wl: condition_is(wl, "Finished"), "Finished", timeout=30
-    )
+    wl = finished(kube, namespace, group)
     assert wl["metadata"]["uid"] == uid and len(w.uids[group]) == 1
     t = reserved_at(wl)
     assert t is not None and t >= freed
