@@ -8,6 +8,7 @@ ConfigMap, OpenMPI env, node count with runLauncherAsNode).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -58,28 +59,45 @@ def upsert_by_name(items: list[Json], new: Iterable[Json]) -> None:
             items.append(dict(item))
 
 
-def gpus_per_node(resources: Json) -> int:
-    """GPUs in a resources block (limits, else requests), as Trainer's GetNumGPUPerNode."""
-    for section in ("limits", "requests"):
-        for name, value in (resources.get(section) or {}).items():
-            if name.endswith("/gpu"):
-                return int(parse(value))
+def _whole(value: Any) -> int:
+    """A quantity as a whole number, rounded up as Go's ``Quantity.Value()``."""
+    return math.ceil(parse(value))
+
+
+def _gpus(section: Json) -> int:
+    """The first resource whose name contains "gpu" (any case), as Trainer's numGPU."""
+    for name, value in section.items():
+        if "gpu" in name.lower():
+            return _whole(value)
     return 0
 
 
+def gpus_per_node(resources: Json) -> int:
+    """GPUs per node: requests, else limits, as Trainer's GetNumGPUPerNode (runtime.go)."""
+    return _gpus(resources.get("requests") or {}) or _gpus(resources.get("limits") or {})
+
+
 def cpus_per_node(resources: Json) -> int:
-    """Whole CPUs requested (else limited), as Trainer's getNumCPUPerNode."""
+    """CPUs requested (else limited), rounded up, as Trainer's getNumCPUPerNode (torch.go)."""
     request = (resources.get("requests") or {}).get("cpu")
     if request is not None and parse(request) != 0:
-        return int(parse(request))
+        return _whole(request)
     limit = (resources.get("limits") or {}).get("cpu")
-    return int(parse(limit)) if limit is not None else 0
+    return _whole(limit) if limit is not None else 0
 
 
 def torch_env(
-    trainjob: str, subdomain: str, num_nodes: int, nproc: int | None, resources: Json
+    trainjob: str,
+    num_nodes: int,
+    nproc: int | None,
+    resources: Json,
+    subdomain: str | None = None,
 ) -> tuple[list[Json], list[Json]]:
-    """(PET_* env every torch target gets, PET_MASTER_* env) for one TrainJob."""
+    """(PET_* env every torch target gets, PET_MASTER_* env) for one TrainJob.
+
+    For a TrainJob the master address is ``<trainjob>-node-0-0.<trainjob>`` whatever the
+    runtime's network subdomain, as torch.go writes it; Hera steps pass their own subdomain.
+    """
     if nproc is not None:
         procs = str(nproc)
     elif gpus_per_node(resources) == 0:
@@ -94,7 +112,7 @@ def torch_env(
     master = [
         {
             "name": "PET_MASTER_ADDR",
-            "value": f"{names.pod_hostname(trainjob, 'node', 0, 0)}.{subdomain}",
+            "value": f"{names.pod_hostname(trainjob, 'node', 0, 0)}.{subdomain or trainjob}",
         },
         {"name": "PET_MASTER_PORT", "value": str(TORCH_PORT)},
     ]

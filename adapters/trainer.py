@@ -179,6 +179,7 @@ def _job(
     main = containers[0]
     _apply_trainjob(ctx, rjob.name, ancestor, pod_spec)
     mpi_pods = _apply_ml_policy(ctx, rjob.name, ancestor, pod_spec)
+    _apply_trainer_env(ctx, rjob.name, ancestor, pod_spec)
     if mpi_pods is not None:
         pods = mpi_pods
     _add_claim_volumes(ctx, pod_spec)
@@ -260,13 +261,38 @@ def _apply_trainjob(ctx: _Context, name: str, ancestor: Ancestor | None, pod_spe
     mpi = ctx.spec.ml_policy.mpi if ctx.spec.ml_policy else None
     launcher_as_node = mpi is not None and mpi.run_launcher_as_node and name == "node"
     if (ancestor is Ancestor.TRAINER or launcher_as_node) and tj.trainer:
-        # builder.go Trainer(): env also on the MPI `node` job when the launcher runs as a node;
-        # resourcesPerNode is per node, so it sizes those pods too.
-        mlpolicy.upsert_env(container, tj.trainer.env)
+        # trainingruntime.go newRuntimeInfo: resourcesPerNode merges into the node container's
+        # resources (a strategic merge: per-resource keys replaced, others kept); on the MPI
+        # `node` job too when the launcher runs as a node.
         if tj.trainer.resources_per_node is not None:
-            container["resources"] = copy.deepcopy(tj.trainer.resources_per_node)
-    if ancestor is Ancestor.TRAINER:
-        ctx.resources = container.get("resources") or {}
+            container["resources"] = merge_resources(
+                container.get("resources") or {}, tj.trainer.resources_per_node
+            )
+        if ctx.spec.ml_policy and ctx.spec.ml_policy.torch and ancestor is Ancestor.TRAINER:
+            mlpolicy.upsert_env(container, tj.trainer.env)  # torch.go, before PET_*
+
+
+def _apply_trainer_env(
+    ctx: _Context, name: str, ancestor: Ancestor | None, pod_spec: Json
+) -> None:
+    """builder.go Trainer(): the TrainJob's env upserted last, after the mlPolicy's env."""
+    tj = ctx.trainjob.spec.trainer
+    mpi = ctx.spec.ml_policy.mpi if ctx.spec.ml_policy else None
+    launcher_as_node = mpi is not None and mpi.run_launcher_as_node and name == "node"
+    container = validate.container(pod_spec, "node")
+    if tj and container is not None and (ancestor is Ancestor.TRAINER or launcher_as_node):
+        mlpolicy.upsert_env(container, tj.env)
+
+
+def merge_resources(base: Json, override: Json) -> Json:
+    """Trainer's MergeResourceRequirements: ``limits``/``requests`` merged key by key."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if key in ("limits", "requests") and isinstance(value, dict):
+            out[key] = {**(out.get(key) or {}), **value}
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
 
 
 def _apply_ml_policy(
@@ -278,11 +304,10 @@ def _apply_ml_policy(
         return None
     resources = ctx.resources
     if policy.torch is not None:
-        pet, master = mlpolicy.torch_env(
-            ctx.name, ctx.subdomain, ctx.num_nodes, ctx.nproc, resources
-        )
+        pet, master = mlpolicy.torch_env(ctx.name, ctx.num_nodes, ctx.nproc, resources)
         node = validate.container(pod_spec, "node")
-        if ancestor is Ancestor.TRAINER and node is not None:
+        # torch.go: PET_* and the port only when the TrainJob has a trainer
+        if ancestor is Ancestor.TRAINER and node is not None and ctx.trainjob.spec.trainer:
             mlpolicy.upsert_env(node, pet + master)
             mlpolicy.upsert_by_name(
                 node.setdefault("ports", []), [{"containerPort": mlpolicy.TORCH_PORT}]

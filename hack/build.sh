@@ -3,7 +3,8 @@
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/trainweave/engines/<hash of versions.env>/bin
 # Each component is built once per hash (a stamp file bin/.<name>.ok); a warm run only checks stamps.
 # Prints how long each build took (also appended to <engines>/build-times.log).
-# Usage: hack/build.sh [--print-dir]     (--print-dir: only print the engines folder, build nothing)
+# Usage: hack/build.sh [--print-dir | oracle]
+#   --print-dir: only print the engines folder, build nothing; oracle: build only hack/oracle (unit tier).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VERSIONS="$ROOT/hack/versions.env"
@@ -106,7 +107,20 @@ argo() {
     "-s -w -X github.com/argoproj/argo-workflows/v4.version=$ARGO_WORKFLOWS_VERSION"
 }
 
+oracle() {  # hack/oracle linked against the pinned Trainer module (go.mod generated here, from its go.sum)
+  local w="$ENG/work/oracle"
+  rm -rf "$w"; mkdir -p "$w"
+  printf 'module trainweave.local/oracle\n\ngo 1.26.0\n\nrequire github.com/kubeflow/trainer/v2 %s\n' "$TRAINER_VERSION" >"$w/go.mod"
+  cp "$ROOT/hack/oracle/main.go" "$w/"
+  cp "$(moddir "github.com/kubeflow/trainer/v2@$TRAINER_VERSION")/go.sum" "$w/go.sum"; chmod u+w "$w/go.sum"
+  (cd "$w" && go mod tidy && go build -p "$JOBS" -ldflags "-s -w" -o "$BIN/oracle" .)
+}
+# The oracle's stamp follows its source, so editing hack/oracle/main.go rebuilds it.
+ORACLE_STAMP="oracle-$(sha256sum "$ROOT/hack/oracle/main.go" | cut -c1-12)"
+
 step sources sources
+step "$ORACLE_STAMP" oracle
+if [[ "${1:-}" == "oracle" ]]; then echo "build.sh: oracle ready in $BIN"; exit 0; fi
 step etcd etcd
 step kwok kwok
 step kubernetes kubernetes

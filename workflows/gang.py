@@ -84,10 +84,10 @@ class GangStep:
             subdomain = self._subdomain(workflow)
             pet, master = mlpolicy.torch_env(
                 workflow,
-                subdomain,
                 self.pods,
                 self.nproc_per_node,
                 container.get("resources") or {},
+                subdomain,
             )
             master[0]["value"] = f"{names.pod_hostname(workflow, self.name, 0, 0)}.{subdomain}"
             mlpolicy.upsert_env(container, pet + master)

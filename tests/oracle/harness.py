@@ -1,0 +1,214 @@
+"""The static oracle: Kubeflow Trainer's own framework and trainweave on the same inputs.
+
+Cases are every runtime of the pinned Trainer module's catalog (``manifests/base/runtimes``,
+read from the Go module cache) x the TrainJobs the Kubeflow SDK 0.5 sends for it (made by the
+SDK itself, ``sdk_trainjobs.py``). Upstream's answer comes from ``hack/oracle`` (built by
+``hack/build.sh oracle``); trainweave's from ``adapters.trainer.to_pipeline``. ``differences``
+compares, per replicatedJob, the pod count and the pod template (containers, volumes and the
+pod-level fields), and whether each side accepts the case.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import venv
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.crds import module_dir
+from tests.versions import PINS
+from trainweave.adapters.trainer import to_pipeline
+from trainweave.errors import InputErrors
+from trainweave.inputs import parse_runtime, parse_trainjob
+from trainweave.quantity import parse
+
+Json = dict[str, Any]
+ROOT = Path(__file__).parents[2]
+TRAINER_MODULE = "github.com/kubeflow/trainer/v2"
+SDK = "kubeflow==0.5.0"
+NAMESPACE = "default"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One TrainJob on one runtime."""
+
+    name: str
+    trainjob: Json
+    runtime: Json
+
+
+def trainer_dir() -> Path:
+    return module_dir(TRAINER_MODULE, PINS["TRAINER_VERSION"])
+
+
+def catalog() -> list[Json]:
+    """Every (Cluster)TrainingRuntime in the pinned module's manifests/base/runtimes."""
+    out = []
+    for path in sorted((trainer_dir() / "manifests" / "base" / "runtimes").rglob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and str(doc.get("kind", "")).endswith("TrainingRuntime"):
+                out.append(doc)
+    return out
+
+
+def _cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trainweave"
+
+
+def sdk_python() -> Path:
+    """The SDK's own virtualenv (it pins kubernetes<36), created once in the user cache."""
+    env = _cache() / "sdk-venv-kubeflow-0.5.0"
+    py = env / "bin" / "python"
+    if not (env / ".installed").exists():
+        venv.create(env, with_pip=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", SDK], check=True, timeout=600)
+        (env / ".installed").touch()
+    return py
+
+
+def sdk_cases(runtimes: list[Json]) -> list[Case]:
+    """Run the SDK's TrainJob builder for every runtime; one Case per TrainJob it sends."""
+    source = _cache() / "oracle-runtimes.json"
+    source.parent.mkdir(parents=True, exist_ok=True)
+    source.write_text(json.dumps(runtimes))
+    out = subprocess.run(
+        [str(sdk_python()), str(Path(__file__).with_name("sdk_trainjobs.py")), str(source)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    if out.returncode != 0:
+        raise RuntimeError(f"sdk_trainjobs.py failed:\n{out.stderr[-3000:]}")
+    by_name = {rt["metadata"]["name"]: rt for rt in runtimes}
+    cases = []
+    for made in json.loads(out.stdout):
+        job = made["trainJob"]
+        job["metadata"]["namespace"] = NAMESPACE
+        cases.append(Case(f"{made['runtime']}/{made['case']}", job, by_name[made["runtime"]]))
+    return cases
+
+
+def oracle_binary() -> Path:
+    """hack/oracle, built (once per source and Trainer version) by hack/build.sh oracle."""
+    subprocess.run(["bash", str(ROOT / "hack" / "build.sh"), "oracle"], check=True, timeout=1800)
+    eng = subprocess.run(
+        ["bash", str(ROOT / "hack" / "build.sh"), "--print-dir"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    return Path(eng) / "bin" / "oracle"
+
+
+def upstream(cases: list[Case]) -> dict[str, Json]:
+    """What Trainer's framework answers for each case, by case name."""
+    payload = [{"name": c.name, "trainJob": c.trainjob, "runtime": c.runtime} for c in cases]
+    crds = trainer_dir() / "manifests" / "base" / "crds"
+    out = subprocess.run(
+        [str(oracle_binary()), "--crds", str(crds)],
+        input=json.dumps(payload), capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    if out.returncode != 0:
+        raise RuntimeError(f"oracle failed:\n{out.stderr[-3000:]}")
+    return {r["name"]: r for r in json.loads(out.stdout)}
+
+
+# --- one normal form for both sides -------------------------------------------------------
+
+
+def _quantity(value: Any) -> str:
+    return str(Decimal(parse(value)).normalize()) if value is not None else ""
+
+
+def _resources(res: Json | None) -> Json:
+    return {
+        section: {k: _quantity(v) for k, v in sorted((res or {}).get(section, {}).items())}
+        for section in ("limits", "requests")
+        if (res or {}).get(section)
+    }
+
+
+CONTAINER_FIELDS = (
+    "image", "command", "args", "env", "envFrom", "ports", "volumeMounts", "securityContext",
+    "workingDir",
+)  # fmt: skip
+POD_FIELDS = (
+    "volumes", "tolerations", "nodeSelector", "affinity", "serviceAccountName",
+    "securityContext", "imagePullSecrets",
+)  # fmt: skip
+
+
+def pod_form(pod_spec: Json) -> Json:
+    """The fields of a pod spec the oracle compares, by path."""
+    out: Json = {}
+    for key in ("initContainers", "containers"):
+        for c in pod_spec.get(key) or []:
+            where = f"{key}[{c.get('name')}]"
+            for f in CONTAINER_FIELDS:
+                if c.get(f) not in (None, [], {}):
+                    out[f"{where}.{f}"] = c[f]
+            if _resources(c.get("resources")):
+                out[f"{where}.resources"] = _resources(c.get("resources"))
+    for f in POD_FIELDS:
+        if pod_spec.get(f) not in (None, [], {}):
+            out[f] = pod_spec[f]
+    return out
+
+
+def upstream_jobs(answer: Json) -> dict[str, Json]:
+    """Per replicatedJob of upstream's JobSet: pods and the pod form."""
+    (jobset,) = [o for o in answer["objects"] if o.get("kind") == "JobSet"]
+    out = {}
+    for rj in jobset["spec"]["replicatedJobs"]:
+        spec = rj["template"]["spec"]
+        pods = int(spec.get("parallelism", 1)) * int(rj.get("replicas", 1))
+        out[rj["name"]] = {"pods": pods, **pod_form(spec["template"].get("spec") or {})}
+    return out
+
+
+def trainweave_jobs(case: Case) -> tuple[dict[str, Json], list[str]]:
+    """Per replicatedJob of trainweave's Pipeline: pods and the pod form; or its errors."""
+    try:
+        pipeline = to_pipeline(
+            parse_trainjob(case.trainjob), parse_runtime(case.runtime), default_queue="q"
+        )
+    except InputErrors as e:
+        return {}, [err.path for err in e.errors]
+    out = {}
+    for step in pipeline.steps:
+        for job in step.jobs:
+            out[job.name] = {"pods": job.pods, **pod_form(job.pod_template.get("spec") or {})}
+    return out, []
+
+
+def differences(case: Case, answer: Json) -> list[str]:
+    """``<case>: <job>: <path>`` for every compared field where the two sides differ."""
+    ours, our_errors = trainweave_jobs(case)
+    up_errors = answer["runtimeErrors"] + [e["field"] for e in answer["errors"]]
+    if answer.get("buildError"):
+        up_errors.append("build: " + answer["buildError"])
+    if up_errors or our_errors:
+        if bool(up_errors) != bool(our_errors):
+            who = "trainweave" if our_errors else "upstream"
+            return [f"{case.name}: rejected by {who} only: {(our_errors or up_errors)[0]}"]
+        up_fields = {e["field"] for e in answer["errors"]}
+        if up_fields and not up_fields & set(our_errors):
+            return [f"{case.name}: rejected naming {sorted(up_fields)[0]} upstream, {our_errors[0]} here"]
+        return []
+    theirs = upstream_jobs(answer)
+    out = []
+    for job in sorted(set(ours) | set(theirs)):
+        a, b = ours.get(job, {}), theirs.get(job, {})
+        for path in sorted(set(a) | set(b)):
+            if a.get(path) != b.get(path):
+                out.append(f"{case.name}: {job}: {path}")
+    return out
+
+
+def detail(case: Case, answer: Json, job: str, path: str) -> tuple[Any, Any]:
+    """(trainweave's, upstream's) value at one differing path: for messages."""
+    ours, _ = trainweave_jobs(case)
+    return ours.get(job, {}).get(path), upstream_jobs(answer).get(job, {}).get(path)
