@@ -5,16 +5,16 @@ patches apply in list order to JobSet metadata and, per replicatedJob, to Job
 and pod metadata and a PodSpecPatch (serviceAccountName, volumes, init/
 containers {env, volumeMounts, securityContext}, imagePullSecrets,
 securityContext, terminationGracePeriodSeconds, nodeSelector, affinity,
-tolerations, schedulingGates). ``env`` on the ``node`` and initializer
-containers is rejected, as upstream's webhook does.
+tolerations, schedulingGates), merged as a strategic merge patch
+(``adapters.strategic``). ``env`` on the ``node`` and initializer containers is
+rejected, as upstream's webhook does.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
-from trainweave.adapters.mlpolicy import upsert_by_name, upsert_env
+from trainweave.adapters import strategic
 
 from trainweave import k8s_schema
 from trainweave.errors import InputError
@@ -94,29 +94,15 @@ def _patch_job(job: Json, patch: Json, path: str) -> list[InputError]:
     if errors:
         return errors
     pod = pod_tpl.setdefault("spec", {})
-    for key in (
-        "serviceAccountName",
-        "securityContext",
-        "terminationGracePeriodSeconds",
-        "affinity",
-    ):
-        if key in pspec:
-            pod[key] = copy.deepcopy(pspec[key])
-    if "nodeSelector" in pspec:
-        pod.setdefault("nodeSelector", {}).update(pspec["nodeSelector"])
-    for key in ("tolerations", "imagePullSecrets", "schedulingGates"):
-        pod.setdefault(key, []).extend(copy.deepcopy(pspec.get(key) or []))
-        if not pod[key]:
-            del pod[key]
-    if "volumes" in pspec:
-        upsert_by_name(pod.setdefault("volumes", []), pspec["volumes"])
     for key in ("initContainers", "containers"):
         for k, cpatch in enumerate(pspec.get(key) or []):
-            errors += _patch_container(pod.get(key) or [], cpatch, f"{ppath}.{key}[{k}]")
+            errors += _check_container(pod.get(key) or [], cpatch, f"{ppath}.{key}[{k}]")
+    if not errors:
+        pod_tpl["spec"] = strategic.merge_pod_spec(pod, pspec)
     return errors
 
 
-def _patch_container(containers: list[Json], patch: Json, path: str) -> list[InputError]:
+def _check_container(containers: list[Json], patch: Json, path: str) -> list[InputError]:
     errors = _unknown(patch, {"name", "env", "volumeMounts", "securityContext"}, path)
     name = patch.get("name")
     target = next((c for c in containers if c.get("name") == name), None)
@@ -138,15 +124,7 @@ def _patch_container(containers: list[Json], patch: Json, path: str) -> list[Inp
         f"{path}.volumeMounts",
         Reason.INVALID_TRAINJOB,
     )
-    if errors:
-        return errors
-    if "env" in patch:
-        upsert_env(target, patch["env"])
-    if "volumeMounts" in patch:
-        upsert_by_name(target.setdefault("volumeMounts", []), patch["volumeMounts"])
-    if "securityContext" in patch:
-        target["securityContext"] = copy.deepcopy(patch["securityContext"])
-    return []
+    return errors
 
 
 def _merge_meta(target: Json, patch: Json) -> None:

@@ -132,18 +132,21 @@ def initializer_errors(trainjob: TrainJob, raw_jobs: list[Json]) -> list[InputEr
         ) or {}
         found = container(pod, name)
         mounts = {m.get("name") for m in (found or {}).get("volumeMounts") or []}
+        # jobset.go Validate names spec.runtimeRef: the runtime lacks what the TrainJob uses
         if job is None:
             errors.append(
                 InputError(
-                    f"spec.initializer.{which}",
-                    f"is set but the runtime has no replicatedJob {name!r}",
+                    "spec.runtimeRef",
+                    f"must have {name} job when trainJob is configured with"
+                    f" spec.initializer.{which}",
                 )
             )
         elif found is None or "initializer" not in mounts:
             errors.append(
                 InputError(
-                    f"spec.initializer.{which}",
-                    f"is set but the runtime's {name!r} job lacks a {name!r} container with a volumeMount named 'initializer'",
+                    "spec.runtimeRef",
+                    f"must have volumeMount with name - initializer in container {name} of the"
+                    f" {name} job (spec.initializer.{which} is set)",
                 )
             )
     return errors

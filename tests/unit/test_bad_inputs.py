@@ -154,14 +154,14 @@ CASES: list[tuple[str, Callable[[RuntimeBuilder, Json], None], list[str]]] = [
         "initializer-without-job",
         _init_without_job,
         [
-            "TJ: spec.initializer.dataset: is set but the runtime has no replicatedJob 'dataset-initializer'"
+            "TJ: spec.runtimeRef: must have dataset-initializer job when trainJob is configured with spec.initializer.dataset"
         ],
     ),
     (
         "initializer-without-mount",
         _init_without_mount,
         [
-            "TJ: spec.initializer.model: is set but the runtime's 'model-initializer' job lacks a 'model-initializer' container with a volumeMount named 'initializer'"
+            "TJ: spec.runtimeRef: must have volumeMount with name - initializer in container model-initializer of the model-initializer job (spec.initializer.model is set)"
         ],
     ),
     ("numNodes-zero", _num_nodes, ["TJ: spec.trainer.numNodes: must be at least 1, got 0"]),
