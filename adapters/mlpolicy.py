@@ -35,6 +35,11 @@ MPI_RESERVED = (
 COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 
 
+def completion_index() -> Json:
+    """``valueFrom`` of the pod's Job completion index (a rank)."""
+    return {"fieldRef": {"fieldPath": COMPLETION_INDEX_FIELD}}
+
+
 def upsert_env(container: Json, env: Iterable[Json]) -> None:
     """Set each variable in ``container.env``, replacing one of the same name in place."""
     current: list[Json] = container.setdefault("env", [])
@@ -107,7 +112,7 @@ def torch_env(
     pet: list[Json] = [
         {"name": "PET_NNODES", "value": str(num_nodes)},
         {"name": "PET_NPROC_PER_NODE", "value": procs},
-        {"name": "PET_NODE_RANK", "valueFrom": {"fieldRef": {"fieldPath": COMPLETION_INDEX_FIELD}}},
+        {"name": "PET_NODE_RANK", "valueFrom": completion_index()},
     ]
     master = [
         {

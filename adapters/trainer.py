@@ -20,7 +20,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from trainweave.adapters import graph, jobspec, mlpolicy, names, patches, validate
+from trainweave.adapters import graph, jobspec, mlpolicy, names, patches, policies, validate
+from trainweave.adapters.policies import Context
 
 from trainweave.errors import InputError, InputErrors
 from trainweave.inputs import ReplicatedJob, Runtime, RuntimeSpec, TrainJob
@@ -56,7 +57,10 @@ def to_pipeline(
     if ref.api_group != "trainer.kubeflow.org":
         raise InputErrors([InputError("spec.runtimeRef.apiGroup", "must be trainer.kubeflow.org")])
     spec = runtime.spec
-    errors = validate.jobset_errors(spec) + validate.policy_errors(spec, trainjob)
+    policy = policies.of(spec)
+    ctx = Context(trainjob, spec)
+    errors = validate.jobset_errors(spec) + policies.unsupported_errors(spec)
+    errors += policy.validate(ctx) if not errors else []
     raw_jobs = [
         rj.model_dump(by_alias=True, exclude_none=True) for rj in spec.template.spec.replicated_jobs
     ]
@@ -72,10 +76,9 @@ def to_pipeline(
     shapes, graph_errors = graph.steps(rjobs, ancestors)
     if graph_errors:
         raise InputErrors(graph_errors)
-    ctx = _Context(trainjob, spec)
     jobs: list[Job] = []
     for i, raw in enumerate(raw_jobs):
-        job, job_errors = _job(ctx, i, raw, rjobs[i], ancestors[i])
+        job, job_errors = _job(ctx, policy, i, raw, rjobs[i], ancestors[i])
         jobs.append(job)
         errors += job_errors
     errors += validate.name_errors(trainjob.metadata.name, jobs)
@@ -118,27 +121,13 @@ def to_pipeline(
     )
 
 
-class _Context:
-    """What every job needs to know about the TrainJob and runtime."""
-
-    def __init__(self, trainjob: TrainJob, spec: RuntimeSpec) -> None:
-        self.trainjob = trainjob
-        self.name = trainjob.metadata.name
-        self.spec = spec
-        net = spec.template.spec.network
-        self.subdomain = (net.subdomain if net and net.subdomain else None) or self.name
-        policy = spec.ml_policy
-        tj_trainer = trainjob.spec.trainer
-        self.num_nodes = (
-            tj_trainer.num_nodes if tj_trainer and tj_trainer.num_nodes else None
-        ) or (policy.num_nodes if policy else 1)
-        self.nproc = tj_trainer.num_proc_per_node if tj_trainer else None
-        self.mpi_slots = 0
-        self.resources: Json = _trainer_resources(trainjob, spec)
-
-
 def _job(
-    ctx: _Context, i: int, raw: Json, rjob: ReplicatedJob, ancestor: Ancestor | None
+    ctx: Context,
+    policy: policies.Policy,
+    i: int,
+    raw: Json,
+    rjob: ReplicatedJob,
+    ancestor: Ancestor | None,
 ) -> tuple[Job, list[InputError]]:
     path = f"{_RJ}[{i}].template.spec"
     job_spec: Json = raw["template"].get("spec") or {}  # raw is to_pipeline's own copy
@@ -177,8 +166,8 @@ def _job(
     ):
         pods, count_errors = ctx.num_nodes, []
     main = containers[0]
-    _apply_trainjob(ctx, rjob.name, ancestor, pod_spec)
-    mpi_pods = _apply_ml_policy(ctx, rjob.name, ancestor, pod_spec)
+    _apply_trainjob(ctx, policy, rjob.name, ancestor, pod_spec)
+    mpi_pods = policy.enforce(ctx, rjob.name, ancestor, pod_spec)
     _apply_trainer_env(ctx, rjob.name, ancestor, pod_spec)
     if mpi_pods is not None:
         pods = mpi_pods
@@ -210,7 +199,7 @@ def _quantities_as_strings(pod_spec: Json) -> None:
                     container["resources"][section] = {k: str(v) for k, v in values.items()}
 
 
-def _add_claim_volumes(ctx: _Context, pod_spec: Json) -> None:
+def _add_claim_volumes(ctx: Context, pod_spec: Json) -> None:
     """JobSet addVolumes: a volumeClaimPolicies template mounted by a container becomes a volume."""
     mounted = {
         m.get("name")
@@ -228,7 +217,9 @@ def _add_claim_volumes(ctx: _Context, pod_spec: Json) -> None:
                 )
 
 
-def _apply_trainjob(ctx: _Context, name: str, ancestor: Ancestor | None, pod_spec: Json) -> None:
+def _apply_trainjob(
+    ctx: Context, policy: policies.Policy, name: str, ancestor: Ancestor | None, pod_spec: Json
+) -> None:
     tj = ctx.trainjob.spec
     container = validate.container(
         pod_spec,
@@ -268,12 +259,12 @@ def _apply_trainjob(ctx: _Context, name: str, ancestor: Ancestor | None, pod_spe
             container["resources"] = merge_resources(
                 container.get("resources") or {}, tj.trainer.resources_per_node
             )
-        if ctx.spec.ml_policy and ctx.spec.ml_policy.torch and ancestor is Ancestor.TRAINER:
-            mlpolicy.upsert_env(container, tj.trainer.env)  # torch.go, before PET_*
+        if policy.trainer_env_first and ancestor is Ancestor.TRAINER:
+            mlpolicy.upsert_env(container, tj.trainer.env)
 
 
 def _apply_trainer_env(
-    ctx: _Context, name: str, ancestor: Ancestor | None, pod_spec: Json
+    ctx: Context, name: str, ancestor: Ancestor | None, pod_spec: Json
 ) -> None:
     """builder.go Trainer(): the TrainJob's env upserted last, after the mlPolicy's env."""
     tj = ctx.trainjob.spec.trainer
@@ -293,63 +284,6 @@ def merge_resources(base: Json, override: Json) -> Json:
         else:
             out[key] = copy.deepcopy(value)
     return out
-
-
-def _apply_ml_policy(
-    ctx: _Context, name: str, ancestor: Ancestor | None, pod_spec: Json
-) -> int | None:
-    """Apply torch/MPI env and volumes; returns the MPI node pod count where it changes."""
-    policy = ctx.spec.ml_policy
-    if policy is None:
-        return None
-    resources = ctx.resources
-    if policy.torch is not None:
-        pet, master = mlpolicy.torch_env(ctx.name, ctx.num_nodes, ctx.nproc, resources)
-        node = validate.container(pod_spec, "node")
-        # torch.go: PET_* and the port only when the TrainJob has a trainer
-        if ancestor is Ancestor.TRAINER and node is not None and ctx.trainjob.spec.trainer:
-            mlpolicy.upsert_env(node, pet + master)
-            mlpolicy.upsert_by_name(
-                node.setdefault("ports", []), [{"containerPort": mlpolicy.TORCH_PORT}]
-            )
-        for target in policy.torch.env_injection.targets if policy.torch.env_injection else []:
-            if target.job_name == name:
-                for cname in target.container_names:
-                    found = validate.container(pod_spec, cname, init=True)
-                    if found is not None:
-                        mlpolicy.upsert_env(found, pet + master)
-    if policy.mpi is not None and name in ("node", "launcher"):
-        mpi = policy.mpi
-        ctx.mpi_slots = mlpolicy.mpi_slots(mpi.num_proc_per_node, ctx.nproc, resources)
-        mlpolicy.upsert_by_name(
-            pod_spec.setdefault("volumes", []), [mlpolicy.mpi_secret_volume(ctx.name)]
-        )
-        node = validate.container(pod_spec, "node")
-        if node is not None:
-            mounts = [{"name": "mpi-ssh-auth", "mountPath": mpi.ssh_auth_mount_path}]
-            if name == "launcher":
-                mounts.append({"name": "mpi-hostfile", "mountPath": "/etc/mpi"})
-                mlpolicy.upsert_env(node, mlpolicy.openmpi_env(ctx.mpi_slots))
-            mlpolicy.upsert_by_name(node.setdefault("volumeMounts", []), mounts)
-        if name == "launcher":
-            mlpolicy.upsert_by_name(pod_spec["volumes"], [mlpolicy.mpi_hostfile_volume(ctx.name)])
-            return 1
-        return max(ctx.num_nodes - 1, 1) if mpi.run_launcher_as_node else ctx.num_nodes
-    return None
-
-
-def _trainer_resources(trainjob: TrainJob, spec: RuntimeSpec) -> Json:
-    """Per-node resources of the trainer: TrainJob resourcesPerNode, else the runtime's node container."""
-    tj = trainjob.spec.trainer
-    if tj and tj.resources_per_node is not None:
-        return tj.resources_per_node
-    for rj in spec.template.spec.replicated_jobs:
-        if _ancestor({"template": rj.template}) is Ancestor.TRAINER:
-            pod = ((rj.template.get("spec") or {}).get("template") or {}).get("spec") or {}
-            node = validate.container(pod, "node")
-            if node is not None:
-                return dict(node.get("resources") or {})
-    return {}
 
 
 def _ancestor(raw: Json) -> Ancestor | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainweave.adapters import mlpolicy, names
+from trainweave.adapters import names
 
 from trainweave.errors import InputError
 from trainweave.inputs import RuntimeSpec, TrainJob
@@ -71,48 +71,6 @@ def jobset_errors(spec: RuntimeSpec) -> list[InputError]:
                 reason=Reason.UNSUPPORTED_FIELD,
             )
         )
-    return errors
-
-
-def policy_errors(spec: RuntimeSpec, trainjob: TrainJob) -> list[InputError]:
-    policy = spec.ml_policy
-    errors = []
-    if policy is not None:
-        for key in ("flux", "jax", "xgboost"):
-            if getattr(policy, key) is not None:
-                errors.append(
-                    InputError(
-                        f"spec.mlPolicy.{key}",
-                        "is not supported yet: torch and mpi are",
-                        reason=Reason.UNSUPPORTED_FIELD,
-                    )
-                )
-    trainer = trainjob.spec.trainer
-    if trainer is None:
-        return errors
-    if trainer.command[:2] == ["tune", "run"]:
-        errors.append(
-            InputError(
-                "spec.trainer.command",
-                "torchtune's `tune run` recipe rewriting is not supported; give the full command",
-                reason=Reason.UNSUPPORTED_FIELD,
-            )
-        )
-    reserved = (
-        mlpolicy.TORCH_RESERVED
-        if policy and policy.torch
-        else mlpolicy.MPI_RESERVED
-        if policy and policy.mpi
-        else ()
-    )
-    for i, var in enumerate(trainer.env):
-        if var.get("name") in reserved:
-            errors.append(
-                InputError(
-                    f"spec.trainer.env[{i}].name",
-                    f"{var['name']} is reserved: the runtime's mlPolicy sets it",
-                )
-            )
     return errors
 
 

@@ -252,7 +252,7 @@ CASES: list[tuple[str, Callable[[RuntimeBuilder, Json], None], list[str]]] = [
         "torchtune-command",
         _torchtune,
         [
-            "TJ: spec.trainer.command: torchtune's `tune run` recipe rewriting is not supported; give the full command"
+            "TJ: spec.runtimeRef.name: must have a supported pretrained model, invalid model configured: "
         ],
     ),
     (

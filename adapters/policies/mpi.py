@@ -1,0 +1,68 @@
+"""mlPolicy.mpi -> SSH Secret and hostfile volumes, OpenMPI env, node pod count.
+
+Pure. As kubeflow/trainer@v2.3.0 ``plugins/mpi/mpi.go``: the ``mpi-ssh-auth`` Secret
+volume on the ``node`` and ``launcher`` jobs (mounted at ``sshAuthMountPath`` in their
+``node`` container), the ``mpi-hostfile`` ConfigMap volume and OpenMPI env on the launcher,
+``numNodes`` node pods (one fewer when the launcher runs as a node); hostfile slots from
+``numProcPerNode`` (GPUs when the runtime says 1). Validation: reserved OpenMPI env, and
+numNodes >= 2 with runLauncherAsNode needs both jobs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainweave.adapters import mlpolicy, validate
+from trainweave.adapters.policies.base import Context, reserved_env_errors
+
+from trainweave.errors import InputError
+from trainweave.labels import Ancestor
+
+
+class MPI:
+    """mlPolicy.mpi."""
+
+    trainer_env_first = False
+
+    def validate(self, ctx: Context) -> list[InputError]:
+        errors = reserved_env_errors(ctx.trainjob, mlpolicy.MPI_RESERVED)
+        mpi = ctx.spec.ml_policy.mpi if ctx.spec.ml_policy else None
+        tj = ctx.trainjob.spec.trainer
+        jobs = {rj.name for rj in ctx.spec.template.spec.replicated_jobs}
+        if (
+            mpi is not None
+            and mpi.run_launcher_as_node
+            and tj is not None
+            and (tj.num_nodes or 1) >= 2
+            and not {"launcher", "node"} <= jobs
+        ):
+            errors.append(
+                InputError(
+                    "spec.trainer.numNodes",
+                    "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does"
+                    " not have either launcher and node",
+                )
+            )
+        return errors
+
+    def enforce(
+        self, ctx: Context, job: str, ancestor: Ancestor | None, pod_spec: dict[str, Any]
+    ) -> int | None:
+        mpi = ctx.spec.ml_policy.mpi if ctx.spec.ml_policy else None
+        if mpi is None or job not in ("node", "launcher"):
+            return None
+        ctx.mpi_slots = mlpolicy.mpi_slots(mpi.num_proc_per_node, ctx.nproc, ctx.resources)
+        mlpolicy.upsert_by_name(
+            pod_spec.setdefault("volumes", []), [mlpolicy.mpi_secret_volume(ctx.name)]
+        )
+        node = validate.container(pod_spec, "node")
+        if node is not None:
+            mounts = [{"name": "mpi-ssh-auth", "mountPath": mpi.ssh_auth_mount_path}]
+            if job == "launcher":
+                mounts.append({"name": "mpi-hostfile", "mountPath": "/etc/mpi"})
+                mlpolicy.upsert_env(node, mlpolicy.openmpi_env(ctx.mpi_slots))
+            mlpolicy.upsert_by_name(node.setdefault("volumeMounts", []), mounts)
+        if job == "launcher":
+            mlpolicy.upsert_by_name(pod_spec["volumes"], [mlpolicy.mpi_hostfile_volume(ctx.name)])
+            return 1
+        return max(ctx.num_nodes - 1, 1) if mpi.run_launcher_as_node else ctx.num_nodes
