@@ -263,9 +263,7 @@ def _apply_trainjob(
             mlpolicy.upsert_env(container, tj.trainer.env)
 
 
-def _apply_trainer_env(
-    ctx: Context, name: str, ancestor: Ancestor | None, pod_spec: Json
-) -> None:
+def _apply_trainer_env(ctx: Context, name: str, ancestor: Ancestor | None, pod_spec: Json) -> None:
     """builder.go Trainer(): the TrainJob's env upserted last, after the mlPolicy's env."""
     tj = ctx.trainjob.spec.trainer
     mpi = ctx.spec.ml_policy.mpi if ctx.spec.ml_policy else None

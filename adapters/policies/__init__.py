@@ -37,7 +37,9 @@ def unsupported_errors(spec: RuntimeSpec) -> list[InputError]:
     """``spec.mlPolicy.<key>``: a policy trainweave does not translate."""
     policy = spec.ml_policy
     return [
-        InputError(f"spec.mlPolicy.{key}", f"is not supported: {why}", reason=Reason.UNSUPPORTED_FIELD)
+        InputError(
+            f"spec.mlPolicy.{key}", f"is not supported: {why}", reason=Reason.UNSUPPORTED_FIELD
+        )
         for key, why in UNSUPPORTED.items()
         if policy is not None and getattr(policy, key) is not None
     ]

@@ -65,9 +65,7 @@ def _qlora(args: list[str]) -> bool:
     return not _bool_arg(args, USE_DORA) and _bool_arg(args, QUANTIZE_BASE)
 
 
-def recipe_and_config(
-    ctx: Context, nodes: int, nproc: int | None, gpus: int
-) -> tuple[str, str]:
+def recipe_and_config(ctx: Context, nodes: int, nproc: int | None, gpus: int) -> tuple[str, str]:
     """(recipe, config) as Trainer's getRecipeAndConfig; ``nproc`` None is "auto"."""
     args = list(ctx.trainjob.spec.trainer.args) if ctx.trainjob.spec.trainer else []
     recipe, suffix = "full_finetune_distributed", "_full"

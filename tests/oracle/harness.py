@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from trainweave.adapters.trainer import to_pipeline
 
 from tests.crds import module_dir
 from tests.versions import PINS
-from trainweave.adapters.trainer import to_pipeline
 from trainweave.errors import InputErrors
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.quantity import parse
@@ -199,7 +199,9 @@ def differences(case: Case, answer: Json) -> list[str]:
             return [f"{case.name}: rejected by {who} only: {(our_errors or up_errors)[0]}"]
         up_fields = {e["field"] for e in answer["errors"]}
         if up_fields and not any(o.startswith(u) for o in our_errors for u in up_fields):
-            return [f"{case.name}: rejected naming {sorted(up_fields)[0]} upstream, {our_errors[0]} here"]
+            return [
+                f"{case.name}: rejected naming {sorted(up_fields)[0]} upstream, {our_errors[0]} here"
+            ]
         return []
     theirs = upstream_jobs(answer)
     out = []
@@ -223,9 +225,7 @@ def example_cases() -> list[Case]:
     for folder in sorted((ROOT / "examples").iterdir()):
         tj, rt = folder / "trainjob.yaml", folder / "runtime.yaml"
         if tj.exists() and rt.exists():
-            out.append(
-                Case(f"example/{folder.name}", yaml.safe_load(tj.read_text()), _doc(rt))
-            )
+            out.append(Case(f"example/{folder.name}", yaml.safe_load(tj.read_text()), _doc(rt)))
     return out
 
 
@@ -286,26 +286,65 @@ def merge_cases() -> list[Case]:
     """How TrainJob fields and runtimePatches merge into a runtime's pod (hand-made)."""
     rt = _runtime(_NODE, pod=_POD)
     return [
-        Case("merge/resources-per-node", _trainjob("res", {
-            "numNodes": 2,
-            "resourcesPerNode": {"requests": {"nvidia.com/gpu": "2", "cpu": "3"}},
-        }), rt),  # fmt: skip
-        Case("merge/fractional-gpu-limit", _trainjob("frac", {
-            "resourcesPerNode": {"limits": {"cpu": "2500m"}},
-        }), rt),  # fmt: skip
-        Case("merge/patch-tolerations", _trainjob("tol", patch={
-            "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
-        }), rt),  # fmt: skip
-        Case("merge/patch-mount-same-path", _trainjob("mnt", patch={
-            "containers": [{"name": "node", "volumeMounts": [
-                {"name": "cache", "mountPath": "/data"}]}],
-        }), rt),  # fmt: skip
-        Case("merge/patch-security-context", _trainjob("sec", patch={
-            "containers": [{"name": "node", "securityContext": {"runAsUser": 2000}}],
-            "nodeSelector": {"pool": "b"},
-        }), rt),  # fmt: skip
-        Case("merge/network-subdomain", _trainjob("sub", {"numNodes": 2}),
-             _runtime(_NODE, pod=_POD, network={"subdomain": "other"})),  # fmt: skip
+        Case(
+            "merge/resources-per-node",
+            _trainjob(
+                "res",
+                {
+                    "numNodes": 2,
+                    "resourcesPerNode": {"requests": {"nvidia.com/gpu": "2", "cpu": "3"}},
+                },
+            ),
+            rt,
+        ),
+        Case(
+            "merge/fractional-gpu-limit",
+            _trainjob(
+                "frac",
+                {
+                    "resourcesPerNode": {"limits": {"cpu": "2500m"}},
+                },
+            ),
+            rt,
+        ),
+        Case(
+            "merge/patch-tolerations",
+            _trainjob(
+                "tol",
+                patch={
+                    "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                },
+            ),
+            rt,
+        ),
+        Case(
+            "merge/patch-mount-same-path",
+            _trainjob(
+                "mnt",
+                patch={
+                    "containers": [
+                        {"name": "node", "volumeMounts": [{"name": "cache", "mountPath": "/data"}]}
+                    ],
+                },
+            ),
+            rt,
+        ),
+        Case(
+            "merge/patch-security-context",
+            _trainjob(
+                "sec",
+                patch={
+                    "containers": [{"name": "node", "securityContext": {"runAsUser": 2000}}],
+                    "nodeSelector": {"pool": "b"},
+                },
+            ),
+            rt,
+        ),
+        Case(
+            "merge/network-subdomain",
+            _trainjob("sub", {"numNodes": 2}),
+            _runtime(_NODE, pod=_POD, network={"subdomain": "other"}),
+        ),
     ]
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
-from kubeflow.trainer.types import types
 from kubeflow.trainer.backends.kubernetes.backend import KubernetesBackend
 from kubeflow.trainer.options import kubernetes as opt
 from kubeflow.trainer.options.common import Name
+from kubeflow.trainer.types import types
 from kubernetes.client import ApiException
 
 Json = dict[str, Any]
@@ -192,7 +193,7 @@ def shapes(builtin: bool) -> list[tuple[str, dict[str, Any]]]:
 
 
 def main() -> None:
-    runtimes: list[Json] = json.load(open(sys.argv[1]))
+    runtimes: list[Json] = json.loads(Path(sys.argv[1]).read_text())
     out = []
     for rt in runtimes:
         builtin = (rt["metadata"].get("labels") or {}).get(
