@@ -158,6 +158,22 @@ def pod_form(pod_spec: Json) -> Json:
     return out
 
 
+def _env_order_free(case: Case) -> bool:
+    """Upstream's env order is random here: Trainer's framework runs its plugins in Go map
+    order (``framework/core/framework.go`` ranges over the registry), and for xgboost both
+    PlainML and XGBoost add env to the node container."""
+    policy = case.runtime.get("spec", {}).get("mlPolicy") or {}
+    return "xgboost" in policy
+
+
+def _sorted_env(jobs: dict[str, Json]) -> dict[str, Json]:
+    return {
+        job: {k: sorted(v, key=lambda e: e["name"]) if k.endswith(".env") else v
+              for k, v in form.items()}
+        for job, form in jobs.items()
+    }  # fmt: skip
+
+
 def upstream_jobs(answer: Json) -> dict[str, Json]:
     """Per replicatedJob of upstream's JobSet: pods and the pod form."""
     (jobset,) = [o for o in answer["objects"] if o.get("kind") == "JobSet"]
@@ -204,6 +220,8 @@ def differences(case: Case, answer: Json) -> list[str]:
             ]
         return []
     theirs = upstream_jobs(answer)
+    if _env_order_free(case):
+        ours, theirs = _sorted_env(ours), _sorted_env(theirs)
     out = []
     for job in sorted(set(ours) | set(theirs)):
         a, b = ours.get(job, {}), theirs.get(job, {})
@@ -216,7 +234,10 @@ def differences(case: Case, answer: Json) -> list[str]:
 def detail(case: Case, answer: Json, job: str, path: str) -> tuple[Any, Any]:
     """(trainweave's, upstream's) value at one differing path: for messages."""
     ours, _ = trainweave_jobs(case)
-    return ours.get(job, {}).get(path), upstream_jobs(answer).get(job, {}).get(path)
+    theirs = upstream_jobs(answer)
+    if _env_order_free(case):
+        ours, theirs = _sorted_env(ours), _sorted_env(theirs)
+    return ours.get(job, {}).get(path), theirs.get(job, {}).get(path)
 
 
 def example_cases() -> list[Case]:

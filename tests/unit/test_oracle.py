@@ -87,3 +87,20 @@ def test_pinned_fields_agree_on_every_runtime(
     for c in matching:
         ours, theirs = harness.detail(c, answers[c.name], job, path)
         assert ours == theirs, c.name
+
+
+def test_upstream_orders_xgboost_env_at_random(cases: list[harness.Case]) -> None:
+    """Found by the oracle: Trainer v2.3.0 runs its EnforceMLPolicy plugins in Go map order, and
+    for xgboost both PlainML (the TrainJob's env) and XGBoost (DMLC_*) add env to the node
+    container, so the order differs from one controller process to the next. trainweave takes
+    PlainML-first; the comparison of xgboost env ignores order."""
+    (case,) = [c for c in cases if c.name == "xgboost-distributed/custom-fn-2nodes-fractional-cpu"]
+    copies = [harness.Case(f"{case.name}#{i}", case.trainjob, case.runtime) for i in range(30)]
+    firsts = set()
+    for answer in harness.upstream(copies).values():
+        (jobset,) = [o for o in answer["objects"] if o["kind"] == "JobSet"]
+        pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        firsts.add(pod["containers"][0]["env"][0]["name"])
+    assert firsts == {"SEED", "DMLC_TRACKER_URI"}
+    ours, _ = harness.trainweave_jobs(case)
+    assert ours["node"]["containers[node].env"][0]["name"] == "SEED"
