@@ -9,10 +9,12 @@ job's pod count; PET_* / OpenMPI env; JobSet network, successPolicy,
 failurePolicy and volumeClaimPolicies. Steps come from ``adapters.graph``; Job
 semantics from ``adapters.jobspec``.
 
-Queue of a step: the ``kueue.x-k8s.io/queue-name`` label on its replicatedJob
-template (``template.metadata.labels``), overridable per job by the TrainJob
-annotation ``queue.trainweave.io/<replicatedJob>`` or by a runtimePatch of that
-label; else ``default_queue``; else an error.
+Queue of a step, first found: the TrainJob annotation
+``queue.trainweave.io/<replicatedJob>``; the ``kueue.x-k8s.io/queue-name`` label on its
+replicatedJob template (``template.metadata.labels``, runtimePatches included); the same
+label on the TrainJob (what the Kubeflow SDK's ``Labels`` option and Kueue's TrainJob
+integration use); ``default_queue``; else an error. ``kueue.x-k8s.io/priority-class``
+likewise: the job template's label, else the TrainJob's.
 """
 
 from __future__ import annotations
@@ -85,9 +87,14 @@ def to_pipeline(
     steps = []
     for shape in shapes:
         step_jobs = tuple(jobs[i] for i in shape.jobs)
-        queue, queue_errors = _queue(trainjob, raw_jobs, shape.jobs, default_queue)
+        tj_labels = trainjob.metadata.labels
+        queue, queue_errors = _queue(
+            trainjob, raw_jobs, shape.jobs, tj_labels.get(KUEUE_QUEUE_NAME) or default_queue
+        )
         errors += queue_errors
-        priority = _label(raw_jobs[shape.jobs[0]], KUEUE_PRIORITY_CLASS)
+        priority = _label(raw_jobs[shape.jobs[0]], KUEUE_PRIORITY_CLASS) or tj_labels.get(
+            KUEUE_PRIORITY_CLASS
+        )
         steps.append(Step(shape.name, shape.role, step_jobs, queue, shape.depends_on, priority))
     if errors:
         raise InputErrors(errors)
@@ -322,8 +329,9 @@ def _queue(
     return "", [
         InputError(
             f"{_RJ}[{idxs[0]}].template.metadata.labels",
-            f"step {name!r} has no queue: set label {KUEUE_QUEUE_NAME} there, annotation"
-            f" {QUEUE_ANNOTATION_PREFIX}{name} on the TrainJob, or a default queue",
+            f"step {name!r} has no queue: set label {KUEUE_QUEUE_NAME} there or on the"
+            f" TrainJob, annotation {QUEUE_ANNOTATION_PREFIX}{name} on the TrainJob, or a"
+            " default queue",
             reason=Reason.INVALID_RUNTIME,
         )
     ]

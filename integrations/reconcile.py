@@ -102,6 +102,8 @@ def plan(obs: Observed, now: datetime) -> Plan:
     tj = obs.trainjob
     meta = _meta(tj)
     ns, spec = str(meta["namespace"]), dict(tj.get("spec") or {})
+    if spec.get("managedBy") not in (None, "", labels.TRAINER_MANAGED_BY):
+        return Plan()  # another controller's (e.g. MultiKueue's), as Trainer leaves it alone
     if meta.get("deletionTimestamp"):
         return Plan(requests=_stop_when_deleted(ns, obs))
     current = list((tj.get("status") or {}).get("conditions") or [])

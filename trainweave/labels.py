@@ -40,6 +40,7 @@ TRAINER_GROUP = "trainer.kubeflow.org"
 TRAINER_VERSION = "v1alpha1"
 TRAINJOB_ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 RUNTIME_SNAPSHOT_KEY = "runtime"  # ConfigMap key, as upstream KEP-2599
+TRAINER_MANAGED_BY = "trainer.kubeflow.org/trainjob-controller"  # TrainJob spec.managedBy default
 
 # --- JobSet / batch (pod labels the Kubeflow SDK selects on) -----------------
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"

@@ -195,7 +195,7 @@ CASES: list[tuple[str, Callable[[RuntimeBuilder, Json], None], list[str]]] = [
         "step-without-queue",
         _no_queue,
         [
-            f"RT: {RJ}[0].template.metadata.labels: step 'node' has no queue: set label kueue.x-k8s.io/queue-name there, annotation queue.trainweave.io/node on the TrainJob, or a default queue"
+            f"RT: {RJ}[0].template.metadata.labels: step 'node' has no queue: set label kueue.x-k8s.io/queue-name there or on the TrainJob, annotation queue.trainweave.io/node on the TrainJob, or a default queue"
         ],
     ),
     (

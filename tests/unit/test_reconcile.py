@@ -257,6 +257,24 @@ def test_trainjob_deleted_otherwise_leaves_its_workflow_alone(finalizers: list[s
     assert reconcile.plan(Observed(tj, (wf,), pods), NOW) == reconcile.Plan()
 
 
+@pytest.mark.parametrize(
+    ("managed_by", "managed"),
+    [
+        (None, True),
+        ("trainer.kubeflow.org/trainjob-controller", True),
+        ("kueue.x-k8s.io/multikueue", False),
+    ],
+)
+def test_trainjob_of_another_manager_is_left_alone(managed_by: str | None, managed: bool) -> None:
+    """Trainer reconciles only TrainJobs whose spec.managedBy is its own (or unset)."""
+    tj = trainjob()
+    if managed_by is not None:
+        tj["spec"]["managedBy"] = managed_by
+    plan = reconcile.plan(Observed(tj, ()), NOW)
+    assert (plan.start is not None) is managed
+    assert (plan == reconcile.Plan()) is not managed
+
+
 def test_suspend_before_any_pod_uses_argo_suspend() -> None:
     wf = workflow({"init": StepState(""), "trainer": StepState("")})
     obs = Observed(trainjob(suspend=True, annotations={"trainweave.io/attempts": "1"}), (wf,))

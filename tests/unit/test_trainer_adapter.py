@@ -111,6 +111,50 @@ def test_default_queue_fills_steps_without_one() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("runtime_label", "annotation", "trainjob_label", "default", "want"),
+    [
+        ("rt-q", "ann-q", "tj-q", "dflt", "ann-q"),
+        ("rt-q", None, "tj-q", "dflt", "rt-q"),
+        (None, None, "tj-q", "dflt", "tj-q"),
+        (None, None, None, "dflt", "dflt"),
+    ],
+    ids=["annotation-first", "runtime-label", "trainjob-label", "default-queue"],
+)
+def test_queue_precedence(
+    runtime_label: str | None,
+    annotation: str | None,
+    trainjob_label: str | None,
+    default: str,
+    want: str,
+) -> None:
+    """Per step: annotation > runtime job label > TrainJob label (the SDK's Labels) > default."""
+    rt = make_runtime()
+    labels = rt.job("node")["template"]["metadata"]["labels"]
+    labels.pop("kueue.x-k8s.io/queue-name")
+    if runtime_label:
+        labels["kueue.x-k8s.io/queue-name"] = runtime_label
+    tj = make_trainjob()
+    if annotation:
+        tj["metadata"]["annotations"] = {"queue.trainweave.io/node": annotation}
+    if trainjob_label:
+        tj["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": trainjob_label}
+    assert pipeline(tj, rt.build(), default_queue=default).step("node").queue == want
+
+
+def test_trainjob_priority_class_reaches_every_step_unless_the_job_names_one() -> None:
+    rt = make_runtime().with_initializers()
+    rt.job("node")["template"]["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "urgent"
+    tj = make_trainjob()
+    tj["metadata"]["labels"] = {"kueue.x-k8s.io/priority-class": "batch"}
+    p = pipeline(tj, rt.build())
+    assert {s.name: s.priority_class for s in p.steps} == {
+        "dataset-initializer": "batch",
+        "model-initializer": "batch",
+        "node": "urgent",
+    }
+
+
 def test_runtime_patch_applies_to_pod_and_queue_label() -> None:
     tj = make_trainjob(
         runtimePatches=[
