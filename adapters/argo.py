@@ -66,10 +66,16 @@ class RenderOptions:
     Workloads (for ``trainweave render`` without the controller; the controller
     does it itself). ``service_account``: the Workflow's service account (it
     needs ``delete`` on ``workloads.kueue.x-k8s.io`` for the exit handler).
+    ``segment`` / ``skip_steps``: a resumed segment of the attempt (``<wf>-s<j>``)
+    without the steps that already succeeded (their dependants' terms dropped).
+    ``suspend``: start the Workflow suspended (a TrainJob created suspended).
     """
 
     exit_cleanup: bool = True
     service_account: str | None = None
+    segment: int = 0
+    skip_steps: frozenset[str] = frozenset()
+    suspend: bool = False
 
 
 def render(pipeline: Pipeline, options: RenderOptions = RenderOptions()) -> list[Json]:
@@ -79,7 +85,7 @@ def render(pipeline: Pipeline, options: RenderOptions = RenderOptions()) -> list
 
 def workflow(pipeline: Pipeline, options: RenderOptions = RenderOptions()) -> Json:
     """The Argo Workflow of one pipeline attempt, as a wire dict."""
-    templates = [main_template(pipeline)]
+    templates = [main_template(pipeline, options.skip_steps)]
     for step in pipeline.steps:
         templates.append(step_template(pipeline, step))
     for step in pipeline.steps:
@@ -89,7 +95,11 @@ def workflow(pipeline: Pipeline, options: RenderOptions = RenderOptions()) -> Js
     if options.exit_cleanup:
         templates += [cleanup_handler(), *cleanup_templates(pipeline)]
         on_exit = CLEANUP
-    meta_labels = {**objects.base_labels(pipeline, "workflow"), L.ATTEMPT: str(pipeline.attempt)}
+    meta_labels = {
+        **objects.base_labels(pipeline, "workflow"),
+        L.ATTEMPT: str(pipeline.attempt),
+        L.SEGMENT: str(options.segment),
+    }
     ttl = None
     if pipeline.ttl_seconds_after_finished is not None:
         ttl = m.TTLStrategy(seconds_after_completion=pipeline.ttl_seconds_after_finished)
@@ -97,30 +107,35 @@ def workflow(pipeline: Pipeline, options: RenderOptions = RenderOptions()) -> Js
         api_version="argoproj.io/v1alpha1",
         kind="Workflow",
         metadata=m.ObjectMeta(
-            name=names.workflow_name(pipeline.name, pipeline.attempt),
+            name=names.segment_name(
+                names.workflow_name(pipeline.name, pipeline.attempt), options.segment
+            ),
             namespace=pipeline.namespace,
             labels=meta_labels,
+            annotations={L.MAX_RESTARTS_ANNOTATION: str(pipeline.max_restarts)},
         ),
         spec=m.WorkflowSpec(
             entrypoint="main",
             templates=templates,
             on_exit=on_exit,
             service_account_name=options.service_account,
-            suspend=True if pipeline.suspend else None,
+            suspend=True if pipeline.suspend or options.suspend else None,
             ttl_strategy=ttl,
         ),
     )
     return wf.model_dump(by_alias=True, exclude_none=True)
 
 
-def main_template(pipeline: Pipeline) -> m.Template:
+def main_template(pipeline: Pipeline, skip_steps: frozenset[str] = frozenset()) -> m.Template:
+    """The entrypoint DAG: one task per step not in ``skip_steps``."""
     tasks = [
         m.DAGTask(
             name=step.name,
             template=f"step-{step.name}",
-            depends=" && ".join(step.depends_on) or None,
+            depends=" && ".join(d for d in step.depends_on if d not in skip_steps) or None,
         )
         for step in pipeline.steps
+        if step.name not in skip_steps
     ]
     return m.Template(name="main", dag=m.DAGTemplate(tasks=tasks, fail_fast=True))
 

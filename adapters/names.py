@@ -26,6 +26,11 @@ def workflow_name(trainjob: str, attempt: int) -> str:
     return trainjob if attempt == 0 else f"{trainjob}-r{attempt}"
 
 
+def segment_name(workflow: str, segment: int) -> str:
+    """A resumed segment of one attempt: ``<wf>``, then ``<wf>-s1``, ``<wf>-s2``..."""
+    return workflow if segment == 0 else f"{workflow}-s{segment}"
+
+
 def group_name(trainjob: str, step: str, attempt: int) -> str:
     """The Kueue pod group (and so the Workload name) of one step in one attempt."""
     return dns_label(trainjob, step, f"a{attempt}")

@@ -9,13 +9,14 @@ Pure. Small pydantic models of our own (the ``kubernetes`` client's models cost
   ``runtime``), as Trainer v2.3 (KEP-2599), written as JSON: valid YAML for any reader, and
   ~20x cheaper to emit than PyYAML's Python representer (docs/benchmarks.md);
 - PVCs from the runtime's volumeClaimPolicies, named ``<template>-<trainjob>``;
-- for MPI, the hostfile ConfigMap ``<trainjob>-mpi-hostfile``. The SSH Secret
-  ``<trainjob>-mpi-ssh-auth`` holds a fresh key pair, so it is made at the edge
-  (``trainweave.sshkeys``), not here.
+- for MPI, the hostfile ConfigMap ``<trainjob>-mpi-hostfile`` and the SSH Secret
+  ``<trainjob>-mpi-ssh-auth`` around a key pair given by the caller (made at the edge,
+  ``trainweave.sshkeys``).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -24,6 +25,7 @@ from trainweave.adapters import mlpolicy, names
 
 from trainweave import labels as L
 from trainweave.model import Pipeline
+from trainweave.sshkeys import KeyPair
 
 Json = dict[str, Any]
 
@@ -150,19 +152,22 @@ class _Secret(BaseModel):
     kind: str = "Secret"
     metadata: _Meta
     type: str = "kubernetes.io/ssh-auth"
-    string_data: dict[str, str] = Field(alias="stringData")
+    immutable: bool = True
+    data: dict[str, str]
 
 
-def mpi_secret(pipeline: Pipeline, private_key: str, public_key: str) -> Json | None:
-    """The MPI SSH auth Secret (``ssh-privatekey``/``ssh-publickey``), if the pipeline is MPI."""
-    if not pipeline.mpi_slots:
-        return None
+def mpi_secret(pipeline: Pipeline, keys: KeyPair) -> Json:
+    """The MPI SSH auth Secret as Trainer's MPI plugin makes it: ``kubernetes.io/ssh-auth``,
+    immutable, ``ssh-privatekey``/``ssh-publickey`` (base64 ``data``)."""
     secret = _Secret(
         metadata=_Meta(
             name=names.mpi_secret_name(pipeline.name),
             namespace=pipeline.namespace,
             labels=base_labels(pipeline, "mpi-ssh-auth"),
         ),
-        string_data={"ssh-privatekey": private_key, "ssh-publickey": public_key},
+        data={
+            "ssh-privatekey": base64.b64encode(keys.private.encode()).decode(),
+            "ssh-publickey": base64.b64encode(keys.public.encode()).decode(),
+        },
     )
     return secret.model_dump(by_alias=True)

@@ -12,15 +12,17 @@ emits a Warning Event and retries with backoff).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Protocol
 
 import yaml
-from trainweave.integrations import api, children, reconcile
+from trainweave.adapters import render
+from trainweave.integrations import api, reconcile
 from trainweave.integrations.rollup import set_condition
 
-from trainweave import labels
+from trainweave import labels, sshkeys
 from trainweave.errors import InputError, InputErrors
 from trainweave.labels import ConditionType, Reason
 
@@ -28,26 +30,23 @@ Json = dict[str, Any]
 
 
 class Renderer(Protocol):
-    """TrainJob + runtime documents -> (manifests, maxRestarts) for one attempt."""
+    """TrainJob + runtime documents + options -> every object of one attempt segment."""
 
-    def __call__(self, trainjob: Json, runtime: Json, attempt: int) -> tuple[list[Json], int]: ...
+    def __call__(self, trainjob: Json, runtime: Json, options: render.Options) -> list[Json]: ...
 
 
 def adapters_renderer(default_queue: str | None = None) -> Renderer:
-    """The real translation: inputs -> adapters.trainer -> adapters.argo (lazy imports)."""
+    """The real translation: inputs -> ``adapters.render.render`` (what ``trainweave render``
+    prints), with the controller's default queue."""
 
-    def render(trainjob: Json, runtime: Json, attempt: int) -> tuple[list[Json], int]:
-        from trainweave.adapters import argo, trainer
-
+    def run(trainjob: Json, runtime: Json, options: render.Options) -> list[Json]:
         from trainweave import inputs
 
         tj = inputs.parse_trainjob(_input(trainjob), "TrainJob")
         rt = inputs.parse_runtime(_input(runtime), str(runtime.get("kind", "runtime")))
-        pipeline = trainer.to_pipeline(tj, rt, attempt=attempt, default_queue=default_queue)
-        manifests: list[Json] = argo.render(pipeline, argo.RenderOptions(exit_cleanup=False))
-        return manifests, pipeline.max_restarts
+        return render.render(tj, rt, dataclasses.replace(options, default_queue=default_queue))
 
-    return render
+    return run
 
 
 def _input(doc: Json) -> Json:
@@ -89,26 +88,27 @@ class Executor:
             raise
 
     def start(self, trainjob: Json, st: reconcile.Start) -> None:
-        """Render and create-or-adopt the children of one attempt segment."""
+        """Render and create-or-adopt the children of one attempt segment: exactly the
+        objects ``adapters.render`` gives, the Workflow last (its pods need the others)."""
         meta = trainjob["metadata"]
+        options = render.Options(
+            attempt=st.attempt,
+            segment=st.segment,
+            skip_steps=st.skip_steps,
+            suspend=st.suspend,
+            owner=render.Owner(
+                str(trainjob["apiVersion"]), str(trainjob["kind"]), meta["name"], meta["uid"]
+            ),
+            ssh_keys=sshkeys.generate(),
+            exit_cleanup=False,
+        )
         try:
             runtime = self._runtime(trainjob)
-            manifests, max_restarts = self.renderer(trainjob, runtime, st.attempt)
-            objs = children.finish(
-                manifests,
-                trainjob,
-                segment=st.segment,
-                skip_steps=st.skip_steps,
-                suspend=st.suspend,
-                max_restarts=max_restarts,
-            )
+            objs = self.renderer(trainjob, runtime, options)
         except InputErrors as errs:
             self._fail(trainjob, errs.reason, str(errs.errors[0]))
             return
-        except children.UnsupportedDepends as err:
-            self._fail(trainjob, Reason.INVALID_RUNTIME, f"cannot resume: depends {err}")
-            return
-        for obj in objs:
+        for obj in sorted(objs, key=lambda o: o.get("kind") == "Workflow"):
             self._create_or_adopt(obj, str(meta["uid"]))
 
     def _runtime(self, trainjob: Json) -> Json:

@@ -134,22 +134,24 @@ def pipeline_of(args: argparse.Namespace) -> Any:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from trainweave.adapters import argo, objects
+    from trainweave.adapters import render
 
     pipeline = pipeline_of(args)
-    options = argo.RenderOptions(
-        exit_cleanup=not args.no_exit_cleanup, service_account=args.service_account
-    )
-    try:
-        manifests = argo.render(pipeline, options)
-    except InputErrors as exc:
-        raise exc.at(args.runtime[0]) from None
+    keys = None
     if pipeline.mpi_slots:
         from trainweave import sshkeys
 
-        pair = sshkeys.generate()
-        secret = objects.mpi_secret(pipeline, pair.private, pair.public)
-        manifests.append(secret) if secret else None
+        keys = sshkeys.generate()
+    options = render.Options(
+        attempt=pipeline.attempt,
+        exit_cleanup=not args.no_exit_cleanup,
+        service_account=args.service_account,
+        ssh_keys=keys,
+    )
+    try:
+        manifests = render.objects_of(pipeline, options)
+    except InputErrors as exc:
+        raise exc.at(args.runtime[0]) from None
     _emit(manifests, args.output)
     return 0
 

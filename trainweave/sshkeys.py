@@ -1,32 +1,36 @@
-"""The MPI SSH key pair: Trainer's MPI plugin makes a fresh one per TrainJob.
+"""The MPI SSH key pair: a fresh one per TrainJob, as Trainer's MPI plugin makes it.
 
-I/O at the edge (runs ``ssh-keygen``). The adapters take the pair as input, so
-rendering stays pure and deterministic for a given key.
+The edge that draws randomness (kubeflow/trainer@v2.3.0 ``plugins/mpi/mpi.go``
+``buildSSHAuthSecret``): an ECDSA P-521 key, the private key PEM-encoded as SEC 1
+``EC PRIVATE KEY``, the public key as an ``authorized_keys`` line. The adapters take the
+pair as input, so rendering stays pure and deterministic for a given key.
 """
 
 from __future__ import annotations
 
-import subprocess
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 
 @dataclass(frozen=True)
 class KeyPair:
-    """An OpenSSH private key and its public key line."""
+    """A PEM private key and its ``authorized_keys`` public key line."""
 
     private: str
     public: str
 
 
 def generate() -> KeyPair:
-    """A new ed25519 key pair from ``ssh-keygen``."""
-    with tempfile.TemporaryDirectory() as tmp:
-        key = Path(tmp) / "id"
-        subprocess.run(
-            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "trainweave", "-f", str(key)],
-            check=True,
-            capture_output=True,
-        )
-        return KeyPair(key.read_text(), (key.with_suffix(".pub")).read_text().strip())
+    """A new ECDSA P-521 key pair."""
+    key = ec.generate_private_key(ec.SECP521R1())
+    private = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    public = key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    )
+    return KeyPair(private.decode(), public.decode() + "\n")

@@ -6,12 +6,14 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
-import yaml
-from trainweave.integrations import api, children, reconcile
+from trainweave.adapters import render
+from trainweave.integrations import api, reconcile
 from trainweave.integrations.executor import Executor
 from trainweave.integrations.rollup import Observed
 
+from tests.builders import make_runtime, make_trainjob
 from tests.unit.cluster_objects import T0, Pod, StepState, pod, trainjob, workflow, workload
+from trainweave.inputs import parse_runtime, parse_trainjob
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
 Json = dict[str, Any]
@@ -47,20 +49,14 @@ class Recorder:
         return [r for r in self.sent if r.is_write]
 
 
-def fake_renderer(trainjob: Json, runtime: Json, attempt: int) -> tuple[list[Json], int]:
-    steps = {"init": StepState(""), "trainer": StepState("", role="trainer", queue="gpu")}
-    wf = workflow(steps, attempt=attempt)
-    wf["metadata"].pop("ownerReferences")
-    wf["metadata"]["annotations"] = {}
-    wf["spec"]["templates"][0]["dag"]["tasks"][1]["depends"] = "init"
-    wf.pop("status")
-    cm = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "ft-runtime-snapshot", "namespace": "ns"},
-        "data": {"runtime": yaml.safe_dump(runtime)},
-    }
-    return [wf, cm], 2
+def fake_renderer(trainjob: Json, runtime: Json, options: render.Options) -> list[Json]:
+    """The real render path on a fixed pipeline (a torch trainer after two initializers,
+    maxRestarts 2), whatever the runtime document says."""
+    rt = make_runtime(name="rt", kind="ClusterTrainingRuntime").with_initializers()
+    rt.extra_spec = {"failurePolicy": {"maxRestarts": 2}}
+    tj = make_trainjob(name=trainjob["metadata"]["name"], kind="ClusterTrainingRuntime")
+    tj["metadata"]["namespace"] = trainjob["metadata"]["namespace"]
+    return render.render(parse_trainjob(tj), parse_runtime(rt.build()), options)
 
 
 def steady_state() -> Observed:
@@ -354,29 +350,19 @@ def test_orphaned_pods_release_their_workload() -> None:
     ] == [("DELETE", "ft-trainer-a0", {"uid": "wl-ft-trainer-a0"})]
 
 
-SKIP_CASES = [
-    pytest.param("init", {"trainer": None}, id="single-dep"),
-    pytest.param("init && model", {"trainer": "model"}, id="and-chain"),
-    pytest.param("init.Succeeded && model", {"trainer": "model"}, id="result-suffix"),
-]
-
-
-@pytest.mark.parametrize(("depends", "expected"), SKIP_CASES)
-def test_segment_skips_finished_steps(depends: str, expected: dict) -> None:
-    wf = workflow({"init": StepState(""), "model": StepState(""), "trainer": StepState("")})
-    wf["spec"]["templates"][0]["dag"]["tasks"][2]["depends"] = depends
-    owner_obj = trainjob()
-    out = children.finish([wf], owner_obj, segment=2, skip_steps=frozenset({"init"}))
-    tasks = {t["name"]: t.get("depends") for t in out[0]["spec"]["templates"][0]["dag"]["tasks"]}
-    assert tasks == {"model": None, **expected}
-    assert out[0]["metadata"]["name"] == "ft-s2"
-
-
-def test_segment_refuses_complex_depends() -> None:
-    wf = workflow({"init": StepState(""), "trainer": StepState("")})
-    wf["spec"]["templates"][0]["dag"]["tasks"][1]["depends"] = "init || other"
-    with pytest.raises(children.UnsupportedDepends):
-        children.finish([wf], trainjob(), segment=1, skip_steps=frozenset({"init"}))
+def test_segment_skips_finished_steps() -> None:
+    """A resumed segment: ``<wf>-s<j>`` without the steps that succeeded, their terms dropped."""
+    owner = render.Owner("trainer.kubeflow.org/v1alpha1", "TrainJob", "ft", "tj-uid-1")
+    options = render.Options(
+        segment=2, skip_steps=frozenset({"dataset-initializer"}), owner=owner, exit_cleanup=False
+    )
+    (wf,) = [o for o in fake_renderer(trainjob(), {}, options) if o["kind"] == "Workflow"]
+    tasks = {t["name"]: t.get("depends") for t in wf["spec"]["templates"][0]["dag"]["tasks"]}
+    assert tasks == {"model-initializer": None, "node": "model-initializer"}
+    assert (wf["metadata"]["name"], wf["metadata"]["labels"]["trainweave.io/segment"]) == (
+        "ft-s2",
+        "2",
+    )
 
 
 def test_resumed_segment_workload_is_not_released_for_the_stopped_one() -> None:
