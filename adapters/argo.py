@@ -28,7 +28,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from trainweave.adapters import names, objects
+from trainweave.adapters import names, objects, retry
 from trainweave.adapters.hera_models import models as m
 from trainweave.adapters.retry import retry_strategy
 
@@ -112,7 +112,7 @@ def workflow(pipeline: Pipeline, options: RenderOptions = RenderOptions()) -> Js
             ),
             namespace=pipeline.namespace,
             labels=meta_labels,
-            annotations={L.MAX_RESTARTS_ANNOTATION: str(pipeline.max_restarts)},
+            annotations=_annotations(pipeline),
         ),
         spec=m.WorkflowSpec(
             entrypoint="main",
@@ -124,6 +124,19 @@ def workflow(pipeline: Pipeline, options: RenderOptions = RenderOptions()) -> Js
         ),
     )
     return wf.model_dump(by_alias=True, exclude_none=True)
+
+
+def _annotations(pipeline: Pipeline) -> dict[str, str]:
+    """maxRestarts, and the shared backoffLimits only the controller can keep."""
+    out = {L.MAX_RESTARTS_ANNOTATION: str(pipeline.max_restarts)}
+    shared = {
+        step.name: {job.name: retry.policy_wire(job.retry) for job in step.jobs if job.retry.shared}
+        for step in pipeline.steps
+    }
+    shared = {step: jobs for step, jobs in shared.items() if jobs}
+    if shared:
+        out[L.BACKOFF_LIMITS_ANNOTATION] = json.dumps(shared, separators=(",", ":"))
+    return out
 
 
 def main_template(pipeline: Pipeline, skip_steps: frozenset[str] = frozenset()) -> m.Template:

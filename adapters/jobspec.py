@@ -94,31 +94,24 @@ def retry_policy(
             )
         )
     errors += _success_policy(spec.get("successPolicy"), pods, f"{path}.successPolicy")
-    budget, budget_errors = _budget(spec, pods, path)
+    budget, budget_errors = _budget(spec, path)
     rules, rule_errors = _rules(spec.get("podFailurePolicy"), main_container, path)
     deadline = spec.get("activeDeadlineSeconds")
-    return RetryPolicy(budget, tuple(rules), deadline), errors + budget_errors + rule_errors
+    shared = pods > 1 and spec.get("backoffLimitPerIndex") is None
+    policy = RetryPolicy(budget, tuple(rules), deadline, shared)
+    return policy, errors + budget_errors + rule_errors
 
 
-def _budget(spec: dict[str, Any], pods: int, path: str) -> tuple[int, list[InputError]]:
+def _budget(spec: dict[str, Any], path: str) -> tuple[int, list[InputError]]:
+    """``backoffLimitPerIndex`` (per pod), else ``backoffLimit`` (default 6, as a Job's);
+    for a multi-pod Job the latter is shared (``RetryPolicy.shared``)."""
     per_index = spec.get("backoffLimitPerIndex")
     if per_index is not None:
         if spec.get("completionMode") != "Indexed":
             return 0, [_err(f"{path}.backoffLimitPerIndex", "requires completionMode: Indexed")]
         return int(per_index), []
     limit = spec.get("backoffLimit")
-    if limit is None:
-        return DEFAULT_BACKOFF_LIMIT, []
-    if pods > 1 and limit != 0:
-        return 0, [
-            _err(
-                f"{path}.backoffLimit",
-                f"is a retry budget shared by all {pods} pods, which Argo cannot keep (it"
-                " retries each pod on its own); set backoffLimitPerIndex (with completionMode:"
-                " Indexed) for a per-pod budget, or backoffLimit: 0",
-            )
-        ]
-    return int(limit), []
+    return (DEFAULT_BACKOFF_LIMIT if limit is None else int(limit)), []
 
 
 def _rules(

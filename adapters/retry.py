@@ -29,10 +29,13 @@ as a Job's podFailurePolicy matches only terminated containers.
 
 from __future__ import annotations
 
+from typing import Any
+
 from trainweave.adapters.hera_models import models as m
 
 from trainweave.model import ExitCodeRule, RetryPolicy
 
+Json = dict[str, Any]
 REQUEUE_ALLOWANCE = 10
 # inferFailedReason's message, ``{codes}`` a regexp of exit codes; brackets, not backslashes, so
 # the same text is a Go regexp (expr-lang ``matches``) and a Python one (integrations.argo_view).
@@ -81,6 +84,39 @@ def retry_expression(policy: RetryPolicy) -> str:
     if not any(rule.disruption for rule in policy.rules):
         expr = f"({_DISRUPTED}) || ({expr})"
     return expr
+
+
+def counts(policy: RetryPolicy, phase: str, exit_code: int | None) -> bool:
+    """Whether one failed pod attempt counts against the Job's backoffLimit: the same
+    decision ``retry_expression`` makes, in Python (for a budget the controller keeps)."""
+    disrupted = phase == "Error" or exit_code == 143
+    for rule in policy.rules:
+        if rule.disruption:
+            hit = disrupted
+        elif exit_code is None:
+            hit = False
+        else:
+            hit = (exit_code in rule.values) == (rule.operator == "In")
+        if hit:
+            return rule.action != "Ignore"
+    return not disrupted or any(rule.disruption for rule in policy.rules)
+
+
+def policy_wire(policy: RetryPolicy) -> Json:
+    """The budget and rules ``counts`` needs, as JSON (the Workflow annotation)."""
+    return {
+        "backoffLimit": policy.budget,
+        "rules": [[r.action, r.operator, list(r.values), r.disruption] for r in policy.rules],
+    }
+
+
+def policy_of_wire(wire: Json) -> RetryPolicy:
+    """``policy_wire``'s inverse (a shared budget)."""
+    rules = tuple(
+        ExitCodeRule(str(a), str(o), tuple(int(v) for v in vals), bool(d))
+        for a, o, vals, d in wire.get("rules") or []
+    )
+    return RetryPolicy(int(wire.get("backoffLimit", 0)), rules, shared=True)
 
 
 def _condition(rule: ExitCodeRule) -> str:

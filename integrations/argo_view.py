@@ -33,6 +33,10 @@ Json = dict[str, Any]
 
 TERMINAL = frozenset({"Succeeded", "Failed", "Error"})
 FAILED = frozenset({"Failed", "Error"})
+# The Job controller's Failed condition when a Job's backoffLimit is spent (k8s.io/kubernetes
+# v1.36 pkg/controller/job/job_controller.go: batch.JobReasonBackoffLimitExceeded).
+BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
+MSG_BACKOFF_LIMIT = "Job has reached the specified backoff limit"
 
 
 _ATTEMPT_SUFFIX = re.compile(r"\((\d+)\)$")
@@ -48,6 +52,7 @@ class PodResult:
     exit_code: int | None
     message: str
     attempts: int
+    failures: tuple[tuple[str, int | None], ...] = ()  # (phase, exit code) of failed attempts
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,7 @@ class WorkflowView:
     stopped_for: str
     max_restarts: int
     steps: dict[str, StepView] = field(default_factory=dict)
+    backoff_limits: dict[str, dict[str, Json]] = field(default_factory=dict)
     nodes_known: bool = True
     created: str = ""
     finished_at: str = ""
@@ -96,8 +102,22 @@ class WorkflowView:
         """Steps whose node Succeeded in this Workflow."""
         return frozenset(n for n, s in self.steps.items() if s.phase == "Succeeded")
 
+    @property
+    def backoff_job(self) -> str:
+        """The job whose shared backoffLimit the controller found spent ("" if none)."""
+        head, _, job = self.stopped_for.partition("/")
+        return job if head == labels.STOPPED_FOR_BACKOFF else ""
+
     def failure(self) -> tuple[str, str]:
         """``(step, message)`` naming the step that failed and its exit code."""
+        if self.backoff_job:
+            owner = next(
+                (s for s, jobs in self.backoff_limits.items() if self.backoff_job in jobs), ""
+            )
+            return owner, (
+                f"step {owner!r} failed: job {self.backoff_job!r}: {BACKOFF_LIMIT_EXCEEDED}:"
+                f" {MSG_BACKOFF_LIMIT}"
+            )
         for step in self.steps.values():
             if step.phase not in FAILED:
                 continue
@@ -170,6 +190,7 @@ def _view(workflow: Json) -> WorkflowView:
         stopped_for=str(ann.get(labels.STOPPED_FOR, "")),
         max_restarts=_int(ann.get(labels.MAX_RESTARTS_ANNOTATION)),
         steps=steps,
+        backoff_limits=_json(ann.get(labels.BACKOFF_LIMITS_ANNOTATION)),
         nodes_known=nodes is not None,
         created=str(meta.get("creationTimestamp") or ""),
         finished_at=str(status.get("finishedAt") or ""),
@@ -193,6 +214,7 @@ def _steps(wf: str, nodes: dict[str, Json]) -> dict[str, StepView]:
 
 def _pods(prefix: str, by_name: dict[str, Json]) -> tuple[PodResult, ...]:
     last: dict[str, tuple[int, Json]] = {}
+    failures: dict[str, list[tuple[int, str, int | None]]] = {}
     for node_name, node in by_name.items():
         if node.get("type") != "Pod" or not node_name.startswith(prefix):
             continue
@@ -201,6 +223,9 @@ def _pods(prefix: str, by_name: dict[str, Json]) -> tuple[PodResult, ...]:
         slot, index = (tail[: match.start()], int(match.group(1))) if match else (tail, 0)
         if slot not in last or index >= last[slot][0]:
             last[slot] = (index, node)
+        phase = str(node.get("phase") or "")
+        if phase in FAILED:
+            failures.setdefault(slot, []).append((index, phase, exit_code(node)))
     results = []
     for slot, (index, node) in sorted(last.items()):
         results.append(
@@ -210,6 +235,7 @@ def _pods(prefix: str, by_name: dict[str, Json]) -> tuple[PodResult, ...]:
                 exit_code=exit_code(node),
                 message=str(node.get("message") or ""),
                 attempts=index + 1,
+                failures=tuple((p, c) for _, p, c in sorted(failures.get(slot, []))),
             )
         )
     return tuple(results)
@@ -258,6 +284,14 @@ def step_groups(workflow: Json) -> dict[str, Json]:
         if rjob and rjob not in entry["replicatedJobs"]:
             entry["replicatedJobs"].append(rjob)
     return groups
+
+
+def _json(value: object) -> dict[str, dict[str, Json]]:
+    try:
+        out = json.loads(str(value)) if value else {}
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
 
 
 def _int(value: object) -> int:

@@ -68,6 +68,8 @@ class Progress:
         wf = self.latest
         if wf is None:
             return "none"
+        if wf.backoff_job:  # the controller stopped it: a step's shared backoffLimit is spent
+            return "failed" if wf.terminal else "running"
         if wf.stopped_for:
             return "stopped"
         if wf.phase == "Succeeded":

@@ -26,6 +26,10 @@ STOPPED_FOR = (
     "trainweave.io/stopped-for"  # why the controller stopped a Workflow: suspend | deadline
 )
 MAX_RESTARTS_ANNOTATION = "trainweave.io/max-restarts"  # JobSet maxRestarts, on the Workflow
+# JSON {step: {job: {backoffLimit, rules}}}: Job backoffLimits shared by a step's pods, on the
+# Workflow; only the controller keeps them (Argo retries each pod on its own)
+BACKOFF_LIMITS_ANNOTATION = "trainweave.io/backoff-limits"
+STOPPED_FOR_BACKOFF = "backoff-limit"  # stopped-for value prefix: "backoff-limit/<job>"
 
 # --- Kueue (plain-pod groups) ------------------------------------------------
 KUEUE_QUEUE_NAME = "kueue.x-k8s.io/queue-name"

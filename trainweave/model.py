@@ -44,12 +44,16 @@ class RetryPolicy:
     """How a failed pod of a Job is retried (batch Job -> Argo retryStrategy).
 
     ``budget`` counted retries per pod; ``rules`` the podFailurePolicy;
-    ``deadline_seconds`` the Job's activeDeadlineSeconds (spans all attempts).
+    ``deadline_seconds`` the Job's activeDeadlineSeconds (spans all attempts);
+    ``shared``: ``budget`` is the Job's ``backoffLimit``, shared by all its pods (Argo
+    retries each pod up to it; the controller stops the step once the pods' counted
+    failures together exceed it).
     """
 
     budget: int
     rules: tuple[ExitCodeRule, ...] = ()
     deadline_seconds: int | None = None
+    shared: bool = False
 
 
 @dataclass(frozen=True)

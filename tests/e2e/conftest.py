@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import signal
 import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
 from kubernetes import client
 
+from .controller_proc import ControllerProc
+from .integrity import Integrity
 from .kube import (
     E2E_NAMESPACE_LABEL,
     KUEUE,
@@ -46,14 +49,21 @@ def namespace(kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
 
     Deleted afterwards; its Workloads are deleted first so that Kueue strips its pod finalizers
     (pods of a retriable group would otherwise hold the namespace in Terminating).
+
+    Every pod that runs in it is checked for referential integrity (``integrity.Integrity``):
+    a Secret, ConfigMap, PVC, ServiceAccount or Service it needs and that does not exist fails
+    the test at teardown.
     """
     base = request.node.name.replace("_", "-").lower()[:40].strip("-")
     name = f"{base}-{uuid.uuid4().hex[:5]}"
     kube.create_namespace(name, {E2E_NAMESPACE_LABEL: "true"})
+    checker = Integrity(kube.api, name).start()
     yield name
+    checker.stop()
     for wl in kube.list(("kueue.x-k8s.io", "v1beta2"), "workloads", name):
         kube.delete(("kueue.x-k8s.io", "v1beta2"), "workloads", wl["metadata"]["name"], name)
     kube.delete_namespace(name, wait=120)
+    assert checker.problems == [], f"pods reference missing objects: {checker.problems}"
 
 
 @pytest.fixture
@@ -82,3 +92,25 @@ def queues(kube: Kube, namespace: str) -> Iterator[Callable[..., None]]:
     yield make
     for name in made:
         kube.delete(KUEUE, "clusterqueues", name)
+
+
+@pytest.fixture
+def start_controller(namespace: str) -> Iterator[Callable[[str], ControllerProc]]:
+    procs: list[ControllerProc] = []
+
+    def start(identity: str = "a") -> ControllerProc:
+        p = ControllerProc(namespace, identity)
+        procs.append(p)
+        wait_until("controller /healthz", lambda: p.get("/healthz")[0] == 200, timeout=30)
+        return p
+
+    yield start
+    for p in procs:
+        p.stop(signal.SIGKILL)
+
+
+@pytest.fixture
+def controller(start_controller: Callable[[str], ControllerProc]) -> ControllerProc:
+    ctl = start_controller("a")
+    wait_until("controller ready", lambda: ctl.get("/readyz")[0] == 200, timeout=60)
+    return ctl

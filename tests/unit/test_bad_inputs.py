@@ -87,11 +87,6 @@ def _misspelt_pod_field(rt: RuntimeBuilder, tj: Json) -> None:
     rt.container("node")["resoures"] = {}
 
 
-def _shared_backoff(rt: RuntimeBuilder, tj: Json) -> None:
-    rt.job_spec("node")["backoffLimit"] = 3
-    tj["spec"]["trainer"] = {"numNodes": 2}
-
-
 def _waves(rt: RuntimeBuilder, tj: Json) -> None:
     rt.job("node")["template"]["metadata"]["labels"].pop(
         "trainer.kubeflow.org/trainjob-ancestor-step"
@@ -218,13 +213,6 @@ CASES: list[tuple[str, Callable[[RuntimeBuilder, Json], None], list[str]]] = [
         _misspelt_pod_field,
         [
             f"RT: {RJ}[0].template.spec.template.spec.containers[0].resoures: unknown field in V1Container"
-        ],
-    ),
-    (
-        "shared-backoffLimit",
-        _shared_backoff,
-        [
-            f"RT: {RJ}[0].template.spec.backoffLimit: is a retry budget shared by all 2 pods, which Argo cannot keep (it retries each pod on its own); set backoffLimitPerIndex (with completionMode: Indexed) for a per-pod budget, or backoffLimit: 0"
         ],
     ),
     (

@@ -1,0 +1,55 @@
+"""One ``trainweave controller`` process per test, scoped to the test's namespace."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+from .kube import default_kubeconfig
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ControllerProc:
+    """One `trainweave controller` process."""
+
+    def __init__(self, namespace: str, identity: str) -> None:
+        self.port = free_port()
+        self.identity = identity
+        self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"tw-ctl-{namespace}-{identity}.log"
+        cmd = [
+            sys.executable, "-m", "trainweave.cli", "controller",
+            "--kubeconfig", str(default_kubeconfig()), "--namespace", namespace,
+            "--lease-namespace", namespace, "--identity", identity,
+            "--bind", f"127.0.0.1:{self.port}", "--log-level", "DEBUG",
+        ]  # fmt: skip
+        self.proc = subprocess.Popen(cmd, stdout=self.log.open("w"), stderr=subprocess.STDOUT)
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=2) as r:
+                return r.status, r.read().decode()
+        except OSError:
+            return 0, ""
+
+    def metric(self, name: str) -> float:
+        _, text = self.get("/metrics")
+        return sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith(name) and not line.startswith("#")
+        )
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(20)

@@ -1,0 +1,221 @@
+"""Every runtime of Trainer v2.3.0's catalog, with a TrainJob the Kubeflow SDK made, under the
+controller on the engines; and ``trainweave render`` equals what the controller creates.
+
+The cases come from the static oracle's harness (tests/oracle): the pinned module's
+``manifests/base/runtimes`` and the SDK's own TrainJob builder. Made to fit kwok, and nothing
+else changed: the ClusterTrainingRuntime becomes a TrainingRuntime of the test namespace (no
+cluster-scoped leftovers), containers without a command get ``true`` (Argo's emissary cannot
+look image entrypoints up offline), and each PVC of ``volumeClaimPolicies`` gets a static
+PersistentVolume to bind (kwok has no provisioner). The queue is the SDK's way: the
+``kueue.x-k8s.io/queue-name`` label on the TrainJob. Every pod that runs is checked for
+referential integrity by the ``namespace`` fixture.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from tests.oracle import harness
+
+from .controller_proc import ControllerProc
+from .kube import ARGO, Kube, condition, wait_until
+
+pytestmark = pytest.mark.e2e
+TRAINER = ("trainer.kubeflow.org", "v1alpha1")
+Json = dict[str, Any]
+
+CASES = [
+    "torchtune-llama3.2-1b/torchtune-lora",
+    "torchtune-qwen2.5-1.5b/torchtune-full",
+    "jax-distributed/custom-fn-2nodes-fractional-cpu",
+    "xgboost-distributed/custom-fn-gpu",
+    "deepspeed-distributed/custom-fn-2nodes-fractional-cpu",
+    "mlx-distributed/container-patch-labels",
+    "torch-distributed/container-patch-labels",
+]
+
+
+@pytest.fixture(scope="module")
+def sdk_cases() -> dict[str, harness.Case]:
+    return {c.name: c for c in harness.sdk_cases(harness.catalog())}
+
+
+def for_kwok(case: harness.Case, ns: str) -> tuple[Json, Json]:
+    """The case's TrainJob and runtime in ``ns``, fitted to kwok as the module says."""
+    tj, rt = copy.deepcopy(case.trainjob), copy.deepcopy(case.runtime)
+    rt["kind"] = "TrainingRuntime"
+    rt["metadata"] = {"name": rt["metadata"]["name"], "namespace": ns}
+    tj["metadata"]["namespace"] = ns
+    tj["metadata"].setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = "gpu"
+    tj["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    for rjob in rt["spec"]["template"]["spec"]["replicatedJobs"]:
+        for c in rjob["template"]["spec"]["template"]["spec"]["containers"]:
+            c.setdefault("command", ["true"])
+    return tj, rt
+
+
+def static_volumes(kube: Kube, ns: str, tj: Json, rt: Json) -> list[str]:
+    """A PersistentVolume pre-bound to each PVC the runtime's volumeClaimPolicies make."""
+    made = []
+    for policy in rt["spec"]["template"]["spec"].get("volumeClaimPolicies") or []:
+        for tpl in policy["templates"]:
+            claim = f"{tpl['metadata']['name']}-{tj['metadata']['name']}"
+            pv = client.V1PersistentVolume(
+                metadata=client.V1ObjectMeta(name=f"{ns}-{claim}"[:63]),
+                spec=client.V1PersistentVolumeSpec(
+                    capacity={"storage": tpl["spec"]["resources"]["requests"]["storage"]},
+                    access_modes=tpl["spec"]["accessModes"],
+                    host_path=client.V1HostPathVolumeSource(path=f"/tmp/{claim}"),
+                    claim_ref=client.V1ObjectReference(namespace=ns, name=claim),
+                    storage_class_name="",
+                ),
+            )
+            kube.core.create_persistent_volume(pv)
+            made.append(pv.metadata.name)
+    return made
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_catalog_runtime_with_sdk_trainjob_completes(
+    kube: Kube,
+    namespace: str,
+    queues: Any,
+    controller: ControllerProc,
+    sdk_cases: dict[str, harness.Case],
+    name: str,
+) -> None:
+    queues()
+    tj, rt = for_kwok(sdk_cases[name], namespace)
+    pvs = static_volumes(kube, namespace, tj, rt)
+    try:
+        kube.create(TRAINER, "trainingruntimes", rt, namespace)
+        kube.create(TRAINER, "trainjobs", tj, namespace)
+        job = tj["metadata"]["name"]
+
+        def done() -> Json | None:
+            got = kube.get(TRAINER, "trainjobs", job, namespace)
+            for ctype in ("Complete", "Failed"):
+                c = condition(got, ctype)
+                if c and c.get("status") == "True":
+                    return got
+            return None
+
+        got = wait_until(f"TrainJob {job} finished", done, timeout=240)
+        assert condition(got, "Failed") is None, condition(got, "Failed")
+        complete = condition(got, "Complete")
+        assert complete is not None and complete["reason"] == "AllJobsCompleted"
+        jobs = {j["name"] for j in got["status"]["jobsStatus"]}
+        assert jobs == {r["name"] for r in rt["spec"]["template"]["spec"]["replicatedJobs"]}
+        pods = kube.pods(namespace, f"trainweave.io/trainjob={job}")
+        assert pods, "no pods ran"
+        if name.startswith("torchtune"):
+            node = next(p for p in pods if p.metadata.labels["trainweave.io/step"] == "node")
+            command = node.spec.containers[0].command
+            assert command[:2] == ["tune", "run"] and "--config" in command
+    finally:
+        for pv in pvs:
+            kube.core.delete_persistent_volume(pv)
+
+
+def test_render_equals_what_the_controller_creates(
+    kube: Kube, namespace: str, queues: Any, controller: ControllerProc, tmp_path: Path
+) -> None:
+    """The MPI example: ``trainweave render --no-exit-cleanup`` and the controller's children are
+    the same objects (every rendered field as the cluster holds it), apart from the controller's
+    ownerReference, the freshly drawn SSH keys and the runtime's uid in the snapshot (the
+    controller reads the runtime from the API server)."""
+    root = Path(__file__).resolve().parents[2]
+    tj = yaml.safe_load((root / "examples/mpi/trainjob.yaml").read_text())
+    rt = yaml.safe_load((root / "examples/mpi/runtime.yaml").read_text())
+    for obj in (tj, rt):
+        obj["metadata"]["namespace"] = namespace
+    rt["kind"] = tj["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    (tmp_path / "tj.yaml").write_text(yaml.safe_dump(tj))
+    (tmp_path / "rt.yaml").write_text(yaml.safe_dump(rt))
+    out = subprocess.run(
+        [sys.executable, "-m", "trainweave.cli", "render", str(tmp_path / "tj.yaml"),
+         "--runtime", str(tmp_path / "rt.yaml"), "--no-exit-cleanup"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    rendered = [d for d in yaml.safe_load_all(out.stdout) if d]
+    queues()
+    kube.create(TRAINER, "trainingruntimes", rt, namespace)
+    live_tj = kube.create(TRAINER, "trainjobs", tj, namespace)
+    name = tj["metadata"]["name"]
+    wait_until(
+        "Workflow created", lambda: kube.list(ARGO, "workflows", namespace) or None, timeout=60
+    )
+    owner = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "name": name,
+        "uid": live_tj["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    assert {d["kind"] for d in rendered} == {
+        "Workflow", "Service", "ConfigMap", "Secret",
+    }  # fmt: skip
+    for doc in rendered:
+        live = read(kube, namespace, doc)
+        assert live["metadata"]["ownerReferences"] == [owner], doc["kind"]
+        want = copy.deepcopy(doc)
+        if doc["kind"] == "Secret":  # keys are drawn per render: compare their shape
+            assert set(live["data"]) == set(want.pop("data"))
+            private = live["data"]["ssh-privatekey"]
+            assert "BEGIN EC PRIVATE KEY" in _b64(private)
+            assert _b64(live["data"]["ssh-publickey"]).startswith("ecdsa-sha2-nistp521 ")
+        if doc["metadata"]["name"].endswith("-runtime-snapshot"):
+            snapshot = json.loads(live["data"]["runtime"])
+            assert (
+                snapshot["metadata"].pop("uid")
+                == kube.get(TRAINER, "trainingruntimes", rt["metadata"]["name"], namespace)[
+                    "metadata"
+                ]["uid"]
+            )
+            assert snapshot == json.loads(want["data"].pop("runtime"))
+        assert_subset(want, live, f"{doc['kind']} {doc['metadata']['name']}")
+
+
+def _b64(value: str) -> str:
+    import base64
+
+    return base64.b64decode(value).decode()
+
+
+def read(kube: Kube, ns: str, doc: Json) -> Json:
+    name, kind = doc["metadata"]["name"], doc["kind"]
+    if kind == "Workflow":
+        return kube.get(ARGO, "workflows", name, ns)  # type: ignore[no-any-return]
+    read_fn = {
+        "Service": kube.core.read_namespaced_service,
+        "ConfigMap": kube.core.read_namespaced_config_map,
+        "Secret": kube.core.read_namespaced_secret,
+        "PersistentVolumeClaim": kube.core.read_namespaced_persistent_volume_claim,
+    }[kind]
+    out: Json = kube.api.sanitize_for_serialization(read_fn(name, ns))
+    return out
+
+
+def assert_subset(want: Any, got: Any, where: str) -> None:
+    """Every field of ``want`` is in ``got`` with the same value (the server may add fields)."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict), where
+        for key, value in want.items():
+            assert key in got, f"{where}.{key} missing"
+            assert_subset(value, got[key], f"{where}.{key}")
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), f"{where}: {want} != {got}"
+        for i, (a, b) in enumerate(zip(want, got, strict=True)):
+            assert_subset(a, b, f"{where}[{i}]")
+    else:
+        assert want == got, f"{where}: {want!r} != {got!r}"

@@ -1,0 +1,153 @@
+"""A Job's backoffLimit shared by all pods of a step: rendered, counted, enforced.
+
+Argo retries each pod on its own, so the controller keeps the Job's shared budget: the
+Workflow carries it (``trainweave.io/backoff-limits``), ``retry.counts`` decides which failed
+attempts count (as the retry expression does), and the reconcile stops the Workflow on the
+(backoffLimit + 1)-th counted failure; the TrainJob then fails with the Job controller's
+``BackoffLimitExceeded``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+from trainweave.adapters import argo, retry
+from trainweave.adapters.trainer import to_pipeline
+from trainweave.integrations import reconcile
+from trainweave.integrations.argo_view import view
+from trainweave.integrations.rollup import Observed, rollup
+
+from tests.builders import make_runtime, make_trainjob
+from tests.unit.cluster_objects import Pod, StepState, trainjob, workflow
+from trainweave import labels as L
+from trainweave.inputs import parse_runtime, parse_trainjob
+from trainweave.model import ExitCodeRule, RetryPolicy
+
+NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
+Json = dict[str, Any]
+SHARED = {"node": {"node": {"backoffLimit": 2, "rules": []}}}
+
+
+def rendered(backoff: dict[str, Any], nodes: int) -> Json:
+    rt = make_runtime()
+    rt.job_spec("node").update(backoff)
+    tj = make_trainjob(trainer={"numNodes": nodes})
+    return argo.workflow(to_pipeline(parse_trainjob(tj), parse_runtime(rt.build())))
+
+
+@pytest.mark.parametrize(
+    ("backoff", "nodes", "want"),
+    [
+        ({"backoffLimit": 2}, 2, {"node": {"node": {"backoffLimit": 2, "rules": []}}}),
+        ({}, 2, {"node": {"node": {"backoffLimit": 6, "rules": []}}}),
+        ({"backoffLimit": 2}, 1, None),
+        ({"backoffLimitPerIndex": 1, "completionMode": "Indexed"}, 2, None),
+    ],
+    ids=["shared-2", "unset-is-6-shared", "one-pod-argo-keeps-it", "per-index"],
+)
+def test_shared_budget_is_on_the_workflow(
+    backoff: dict[str, Any], nodes: int, want: Json | None
+) -> None:
+    ann = rendered(backoff, nodes)["metadata"]["annotations"]
+    got = ann.get(L.BACKOFF_LIMITS_ANNOTATION)
+    assert (json.loads(got) if got else None) == want
+
+
+def test_each_pod_may_retry_up_to_the_whole_shared_budget() -> None:
+    wf = rendered({"backoffLimit": 2}, 2)
+    (pod_tpl,) = [t for t in wf["spec"]["templates"] if t["name"] == "node"]
+    assert "asInt(retries) < 2" in pod_tpl["retryStrategy"]["expression"]
+
+
+FAIL_JOB_42 = (ExitCodeRule("FailJob", "In", (42,)),)
+IGNORE_3 = (ExitCodeRule("Ignore", "In", (3,)),)
+COUNT_DISRUPTION = (ExitCodeRule("Count", disruption=True),)
+
+
+@pytest.mark.parametrize(
+    ("rules", "phase", "code", "counted"),
+    [
+        ((), "Failed", 1, True),
+        ((), "Failed", 143, False),
+        ((), "Error", None, False),
+        ((), "Failed", None, True),
+        (IGNORE_3, "Failed", 3, False),
+        (IGNORE_3, "Failed", 4, True),
+        (FAIL_JOB_42, "Failed", 42, True),
+        (COUNT_DISRUPTION, "Failed", 143, True),
+        (COUNT_DISRUPTION, "Error", None, True),
+        ((ExitCodeRule("Ignore", "NotIn", (1,)),), "Failed", 2, False),
+        ((ExitCodeRule("Ignore", "NotIn", (1,)),), "Failed", 1, True),
+    ],
+)
+def test_which_failures_count(
+    rules: tuple[ExitCodeRule, ...], phase: str, code: int | None, counted: bool
+) -> None:
+    """As the retry expression: disruptions uncounted unless a DisruptionTarget rule says so,
+    Ignore rules uncounted, every other failure counted."""
+    policy = RetryPolicy(2, rules, shared=True)
+    assert retry.counts(policy, phase, code) is counted
+    assert retry.policy_of_wire(retry.policy_wire(policy)) == policy
+
+
+def running(pods: list[Pod], **kwargs: Any) -> Json:
+    wf = workflow({"node": StepState("Running", pods, role="trainer", queue="gpu")}, **kwargs)
+    wf["metadata"]["annotations"][L.BACKOFF_LIMITS_ANNOTATION] = json.dumps(SHARED)
+    return wf
+
+
+def started() -> Json:
+    return trainjob(annotations={L.ATTEMPTS_ANNOTATION: "1"})
+
+
+@pytest.mark.parametrize(
+    ("pods", "stopped"),
+    [
+        (
+            [Pod("node-0-0", "Failed", 1), Pod("node-0-1", "Failed", 1),
+             Pod("node-0-0", "Running", attempt=1)],
+            False,
+        ),
+        (
+            [Pod("node-0-0", "Failed", 1), Pod("node-0-1", "Failed", 1),
+             Pod("node-0-0", "Failed", 1, attempt=1), Pod("node-0-1", "Running", attempt=1)],
+            True,
+        ),
+        (
+            [Pod("node-0-0", "Failed", 143), Pod("node-0-1", "Error"),
+             Pod("node-0-0", "Failed", 1, attempt=1), Pod("node-0-1", "Running", attempt=1)],
+            False,
+        ),
+    ],
+    ids=["two-failures-within-2", "third-failure-across-pods", "disruptions-do-not-count"],
+)  # fmt: skip
+def test_the_third_counted_failure_of_the_step_stops_it(pods: list[Pod], stopped: bool) -> None:
+    plan = reconcile.plan(Observed(started(), (running(pods),)), NOW)
+    stops = [r for r in plan.requests if (r.body or {}).get("spec", {}).get("shutdown")]
+    assert bool(stops) is stopped
+    if stopped:
+        assert stops[0].body["metadata"]["annotations"][L.STOPPED_FOR] == "backoff-limit/node"
+
+
+def test_stopped_step_fails_the_trainjob_with_backoff_limit_exceeded() -> None:
+    pods = [Pod("node-0-0", "Failed", 1), Pod("node-0-1", "Failed", 1),
+            Pod("node-0-0", "Failed", 1, attempt=1), Pod("node-0-1", "Failed", 143, attempt=1)]  # fmt: skip
+    wf = running(pods, phase="Failed", shutdown="Stop", stopped_for="backoff-limit/node")
+    assert view(wf).backoff_job == "node"
+    status = rollup(Observed(started(), (wf,)), NOW)
+    failed = [c for c in status.conditions if c["type"] == "Failed"]
+    assert [(c["status"], c["reason"]) for c in failed] == [("True", "FailedJobs")]
+    assert failed[0]["message"] == (
+        "step 'node' failed: job 'node': BackoffLimitExceeded:"
+        " Job has reached the specified backoff limit"
+    )
+
+
+def test_stopping_workflow_is_not_yet_a_failure() -> None:
+    pods = [Pod("node-0-0", "Failed", 1), Pod("node-0-1", "Running")]
+    wf = running(pods, shutdown="Stop", stopped_for="backoff-limit/node")
+    status = rollup(Observed(started(), (wf,)), NOW)
+    assert not [c for c in status.conditions if c["type"] == "Failed"]
