@@ -152,6 +152,14 @@ def _render(args: argparse.Namespace) -> int:
         manifests = render.objects_of(pipeline, options)
     except InputErrors as exc:
         raise exc.at(args.runtime[0]) from None
+    shared = [j.name for st in pipeline.steps for j in st.jobs if j.retry.shared]
+    if shared:
+        print(
+            f"note: backoffLimit of {', '.join(shared)} is shared by all its pods; only the"
+            " trainweave controller keeps that budget (applied alone, Argo gives each pod the"
+            " whole budget)",
+            file=sys.stderr,
+        )
     _emit(manifests, args.output)
     return 0
 

@@ -27,7 +27,7 @@ from kubernetes import client
 from tests.oracle import harness
 
 from .controller_proc import ControllerProc
-from .kube import ARGO, Kube, condition, wait_until
+from .kube import ARGO, Kube, condition, default_kubeconfig, wait_until
 
 pytestmark = pytest.mark.e2e
 TRAINER = ("trainer.kubeflow.org", "v1alpha1")
@@ -219,3 +219,108 @@ def assert_subset(want: Any, got: Any, where: str) -> None:
             assert_subset(a, b, f"{where}[{i}]")
     else:
         assert want == got, f"{where}: {want!r} != {got!r}"
+
+
+# --- the Kubeflow SDK's own calls, end to end ---------------------------------------------
+SDK_SCRIPT = """
+import json, sys
+from kubeflow.common.types import KubernetesBackendConfig
+from kubeflow.trainer import TrainerClient
+from kubeflow.trainer.options.kubernetes import Labels
+from kubeflow.trainer.types.types import (
+    BuiltinTrainer, CustomTrainer, LoraConfig, TorchTuneConfig
+)
+
+ns, kubeconfig = sys.argv[1:3]
+c = TrainerClient(KubernetesBackendConfig(namespace=ns, config_file=kubeconfig))
+queue = Labels({"kueue.x-k8s.io/queue-name": "gpu"})
+
+
+def train_fn():
+    print("hello from rank", __import__("os").environ.get("PET_NODE_RANK"))
+
+
+out = {"runtimes": sorted(r.name for r in c.list_runtimes())}
+custom = c.train(
+    runtime="torch-distributed",
+    trainer=CustomTrainer(func=train_fn, num_nodes=2, resources_per_node={"cpu": "1500m"}),
+    options=[queue],
+)
+tune = c.train(
+    runtime="torchtune-llama3.2-1b",
+    trainer=BuiltinTrainer(
+        config=TorchTuneConfig(
+            num_nodes=1, peft_config=LoraConfig(lora_rank=8), resources_per_node={"gpu": 2}
+        )
+    ),
+    options=[queue],
+)
+for name in (custom, tune):
+    job = c.wait_for_job_status(name, status={"Complete"}, timeout=240, polling_interval=2)
+    got = c.get_job(name)
+    out[name] = {
+        "waited": job.status,
+        "runtime": got.runtime.name,
+        "num_nodes": got.num_nodes,
+        "steps": sorted(s.name for s in got.steps),
+    }
+out["listed"] = sorted(j.name for j in c.list_jobs())
+c.delete_job(custom)
+out["after_delete"] = sorted(j.name for j in c.list_jobs())
+out["order"] = [custom, tune]
+print(json.dumps(out))
+"""
+
+
+def test_kubeflow_sdk_trains_waits_lists_and_deletes(
+    kube: Kube,
+    namespace: str,
+    queues: Any,
+    controller: ControllerProc,
+    sdk_cases: dict[str, harness.Case],
+) -> None:
+    """TrainerClient().train() with CustomTrainer and BuiltinTrainer(TorchTuneConfig) on the
+    catalog's runtimes (here as TrainingRuntimes of the namespace, fitted to kwok), then
+    wait_for_job_status, get_job, list_jobs, list_runtimes and delete_job, against trainweave."""
+    queues()
+    for name in ("torch-distributed/no-trainer", "torchtune-llama3.2-1b/torchtune-lora"):
+        _, rt = for_kwok(sdk_cases[name], namespace)
+        kube.create(TRAINER, "trainingruntimes", rt, namespace)
+    tune_rt = for_kwok(sdk_cases["torchtune-llama3.2-1b/torchtune-lora"], namespace)[1]
+    (tpl,) = tune_rt["spec"]["template"]["spec"]["volumeClaimPolicies"][0]["templates"]
+    # the SDK names the TrainJob, so the PV is not pre-bound: it binds to the one PVC that fits
+    pv = client.V1PersistentVolume(
+        metadata=client.V1ObjectMeta(name=f"{namespace}-initializer"[:63]),
+        spec=client.V1PersistentVolumeSpec(
+            capacity={"storage": tpl["spec"]["resources"]["requests"]["storage"]},
+            access_modes=tpl["spec"]["accessModes"],
+            host_path=client.V1HostPathVolumeSource(path=f"/tmp/{namespace}"),
+            storage_class_name="",
+        ),
+    )
+    kube.core.create_persistent_volume(pv)
+    pvs = [pv.metadata.name]
+    try:
+        out = subprocess.run(
+            [str(harness.sdk_python()), "-c", SDK_SCRIPT, namespace,
+             str(default_kubeconfig())],
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr[-3000:]
+        got = json.loads(out.stdout.strip().splitlines()[-1])
+    finally:
+        for pv in pvs:
+            kube.core.delete_persistent_volume(pv)
+    custom, tune = got["order"]
+    assert got["runtimes"] == ["torch-distributed", "torchtune-llama3.2-1b"]
+    assert got[custom] == {
+        "waited": "Complete",
+        "runtime": "torch-distributed",
+        "num_nodes": 2,
+        "steps": ["node-0", "node-1"],
+    }
+    assert got[tune]["waited"] == "Complete" and got[tune]["num_nodes"] == 1
+    assert {"dataset-initializer", "model-initializer", "node-0"} <= set(got[tune]["steps"])
+    assert got["listed"] == sorted([custom, tune])
+    assert got["after_delete"] == [tune]
+    assert tune_rt["metadata"]["name"] == "torchtune-llama3.2-1b"
