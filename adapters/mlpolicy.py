@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from trainweave.adapters import names
+from trainweave.adapters.hours import is_gpu
 
 from trainweave.quantity import parse
 
@@ -72,7 +73,7 @@ def _whole(value: Any) -> int:
 def _gpus(section: Json) -> int:
     """The first resource whose name contains "gpu" (any case), as Trainer's numGPU."""
     for name, value in section.items():
-        if "gpu" in name.lower():
+        if is_gpu(name):
             return _whole(value)
     return 0
 

@@ -33,13 +33,14 @@ Json = dict[str, Any]
 
 TERMINAL = frozenset({"Succeeded", "Failed", "Error"})
 FAILED = frozenset({"Failed", "Error"})
+WORKFLOW_LABEL = "workflows.argoproj.io/workflow"
 # The Job controller's Failed condition when a Job's backoffLimit is spent (k8s.io/kubernetes
 # v1.36 pkg/controller/job/job_controller.go: batch.JobReasonBackoffLimitExceeded).
 BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
 MSG_BACKOFF_LIMIT = "Job has reached the specified backoff limit"
 
 
-_ATTEMPT_SUFFIX = re.compile(r"\((\d+)\)$")
+ATTEMPT_SUFFIX = re.compile(r"\((\d+)\)$")  # a retried Pod node's ``(N)``
 _MESSAGE_EXIT_CODE = re.compile(EXIT_CODE_MESSAGE.format(codes="[0-9]+"))
 
 
@@ -219,7 +220,7 @@ def _pods(prefix: str, by_name: dict[str, Json]) -> tuple[PodResult, ...]:
         if node.get("type") != "Pod" or not node_name.startswith(prefix):
             continue
         tail = node_name[len(prefix) :]
-        match = _ATTEMPT_SUFFIX.search(tail)
+        match = ATTEMPT_SUFFIX.search(tail)
         slot, index = (tail[: match.start()], int(match.group(1))) if match else (tail, 0)
         if slot not in last or index >= last[slot][0]:
             last[slot] = (index, node)
@@ -239,6 +240,11 @@ def _pods(prefix: str, by_name: dict[str, Json]) -> tuple[PodResult, ...]:
             )
         )
     return tuple(results)
+
+
+def workflow_of(pod: Json) -> str:
+    """The Workflow that made a pod (Argo's ``workflows.argoproj.io/workflow`` label)."""
+    return str(((pod.get("metadata") or {}).get("labels") or {}).get(WORKFLOW_LABEL, ""))
 
 
 def exit_code(node: Json) -> int | None:

@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from trainweave.adapters.hours import is_gpu
+
 from trainweave.quantity import QuantityError, parse
 
 Json = dict[str, Any]
@@ -59,7 +61,7 @@ class StepQuota:
     @property
     def gpu_hours(self) -> float:
         """Reserved GPU-hours (any resource whose name contains ``gpu``)."""
-        return sum(v for k, v in self.resource_seconds.items() if "gpu" in k) / 3600
+        return sum(v for k, v in self.resource_seconds.items() if is_gpu(k)) / 3600
 
 
 def parse_time(value: str) -> datetime | None:

@@ -27,7 +27,13 @@ from typing import Any
 
 from trainweave.adapters import retry
 from trainweave.integrations import api, quota
-from trainweave.integrations.argo_view import FAILED, WorkflowView, step_groups, view
+from trainweave.integrations.argo_view import (
+    FAILED,
+    WorkflowView,
+    step_groups,
+    view,
+    workflow_of,
+)
 from trainweave.integrations.rollup import (
     Observed,
     Progress,
@@ -150,7 +156,7 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Plan) -> None:
     if latest is None:
         out.start = Start(prog.attempt, 0, frozenset(), suspend)
         return
-    wf_pods = [p for p in obs.pods if _wf_of(p) == latest.name]
+    wf_pods = [p for p in obs.pods if workflow_of(p) == latest.name]
     if suspend:
         if latest.terminal or latest.stopped_for:
             return
@@ -192,10 +198,6 @@ def spent_backoff(wf: WorkflowView) -> str:
             if failed > policy.budget:
                 return job
     return ""
-
-
-def _wf_of(pod: Json) -> str:
-    return str((_meta(pod).get("labels") or {}).get("workflows.argoproj.io/workflow", ""))
 
 
 def _live_groups(obs: Observed, wf: WorkflowView) -> list[str]:
@@ -251,7 +253,7 @@ def workload_workflow(
 ) -> str:
     """Which Workflow a group Workload serves: its owner pods' Workflow, else the newest one."""
     uids = {r.get("uid") for r in _meta(wl).get("ownerReferences") or []}
-    names = {_wf_of(p) for p in pods if _meta(p).get("uid") in uids}
+    names = {workflow_of(p) for p in pods if _meta(p).get("uid") in uids}
     if len(names) == 1:
         return names.pop()
     having = [view(w) for w in workflows if group in step_groups(w)]

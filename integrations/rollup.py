@@ -15,12 +15,18 @@ their status flips.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from trainweave.integrations.argo_view import FAILED, WorkflowView, view
+from trainweave.integrations.argo_view import (
+    ATTEMPT_SUFFIX,
+    FAILED,
+    WORKFLOW_LABEL,
+    WorkflowView,
+    view,
+    workflow_of,
+)
 from trainweave.integrations.quota import parse_time
 
 from trainweave import labels
@@ -33,9 +39,8 @@ MSG_RESUMED = "TrainJob is resumed"
 MSG_DEADLINE = "TrainJob exceeded its active deadline"
 MSG_COMPLETE = "All steps completed successfully"
 ARGO_NODE_NAME = "workflows.argoproj.io/node-name"
-ARGO_WORKFLOW = "workflows.argoproj.io/workflow"
+ARGO_WORKFLOW = WORKFLOW_LABEL
 KUEUE_ADMISSION_GATE = "kueue.x-k8s.io/admission"
-_ATTEMPT_SUFFIX = re.compile(r"\(\d+\)$")
 
 
 @dataclass(frozen=True)
@@ -289,7 +294,7 @@ def attempt_pods(obs: Observed, prog: Progress) -> list[Json]:
         if wf not in wf_names:
             continue
         node = str((meta.get("annotations") or {}).get(ARGO_NODE_NAME) or meta.get("name"))
-        node = _ATTEMPT_SUFFIX.sub("", node[len(wf) + 1 :] if node.startswith(wf + ".") else node)
+        node = ATTEMPT_SUFFIX.sub("", node[len(wf) + 1 :] if node.startswith(wf + ".") else node)
         latest[(lbls.get(labels.REPLICATED_JOB, ""), node)] = pod
     return list(latest.values())
 
@@ -360,7 +365,7 @@ def jobs_status(obs: Observed) -> list[Json]:
             c["succeeded"] += 1
             continue
         step = str(((pods[0].get("metadata") or {}).get("labels") or {}).get(labels.STEP, ""))
-        if "Failed" in phases and (_wf_of(pods[0]), step) in failed_steps:
+        if "Failed" in phases and (workflow_of(pods[0]), step) in failed_steps:
             c["failed"] += 1
             continue
         live = [
@@ -387,10 +392,6 @@ def _failed_steps(prog: Progress) -> set[tuple[str, str]]:
             if step.phase in FAILED or (v.terminal and step.phase != "Succeeded"):
                 out.add((v.name, name))
     return out
-
-
-def _wf_of(pod: Json) -> str:
-    return str(((pod.get("metadata") or {}).get("labels") or {}).get(ARGO_WORKFLOW, ""))
 
 
 def _gated(pod: Json) -> bool:
