@@ -61,6 +61,7 @@ POD = Kind("", "v1", "pods", "Pod")
 SERVICE = Kind("", "v1", "services", "Service")
 CONFIGMAP = Kind("", "v1", "configmaps", "ConfigMap")
 PVC = Kind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
+SECRET = Kind("", "v1", "secrets", "Secret")
 EVENT = Kind("", "v1", "events", "Event")
 LEASE = Kind("coordination.k8s.io", "v1", "leases", "Lease")
 BY_KIND = {
@@ -75,6 +76,7 @@ BY_KIND = {
         SERVICE,
         CONFIGMAP,
         PVC,
+        SECRET,
         EVENT,
         LEASE,
     )

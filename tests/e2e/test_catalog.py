@@ -39,8 +39,8 @@ CASES = [
     "jax-distributed/custom-fn-2nodes-fractional-cpu",
     "xgboost-distributed/custom-fn-gpu",
     "deepspeed-distributed/custom-fn-2nodes-fractional-cpu",
-    "mlx-distributed/container-patch-labels",
-    "torch-distributed/container-patch-labels",
+    "mlx-distributed/custom-fn-2nodes-fractional-cpu",
+    "torch-distributed/custom-fn-gpu",
 ]
 
 
@@ -53,7 +53,7 @@ def for_kwok(case: harness.Case, ns: str) -> tuple[Json, Json]:
     """The case's TrainJob and runtime in ``ns``, fitted to kwok as the module says."""
     tj, rt = copy.deepcopy(case.trainjob), copy.deepcopy(case.runtime)
     rt["kind"] = "TrainingRuntime"
-    rt["metadata"] = {"name": rt["metadata"]["name"], "namespace": ns}
+    rt["metadata"] = {**rt["metadata"], "namespace": ns}
     tj["metadata"]["namespace"] = ns
     tj["metadata"].setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = "gpu"
     tj["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
@@ -119,8 +119,9 @@ def test_catalog_runtime_with_sdk_trainjob_completes(
         assert pods, "no pods ran"
         if name.startswith("torchtune"):
             node = next(p for p in pods if p.metadata.labels["trainweave.io/step"] == "node")
-            command = node.spec.containers[0].command
-            assert command[:2] == ["tune", "run"] and "--config" in command
+            (main,) = [c for c in node.spec.containers if c.name == "node"]
+            argv = [*(main.command or []), *(main.args or [])]  # argoexec emissary -- tune run
+            assert argv[argv.index("tune") + 1] == "run" and "--config" in argv, argv
     finally:
         for pv in pvs:
             kube.core.delete_persistent_volume(pv)
