@@ -43,6 +43,9 @@ def completion_index() -> Json:
 
 def upsert_env(container: Json, env: Iterable[Json]) -> None:
     """Set each variable in ``container.env``, replacing one of the same name in place."""
+    env = list(env)
+    if not env:
+        return
     current: list[Json] = container.setdefault("env", [])
     for var in env:
         for i, existing in enumerate(current):

@@ -279,6 +279,7 @@ def test_kubeflow_sdk_trains_waits_lists_and_deletes(
     queues: Any,
     controller: ControllerProc,
     sdk_cases: dict[str, harness.Case],
+    tmp_path: Path,
 ) -> None:
     """TrainerClient().train() with CustomTrainer and BuiltinTrainer(TorchTuneConfig) on the
     catalog's runtimes (here as TrainingRuntimes of the namespace, fitted to kwok), then
@@ -302,9 +303,10 @@ def test_kubeflow_sdk_trains_waits_lists_and_deletes(
     kube.core.create_persistent_volume(pv)
     pvs = [pv.metadata.name]
     try:
+        script = tmp_path / "sdk_train.py"  # a file: the SDK ships train_fn's source code
+        script.write_text(SDK_SCRIPT)
         out = subprocess.run(
-            [str(harness.sdk_python()), "-c", SDK_SCRIPT, namespace,
-             str(default_kubeconfig())],
+            [str(harness.sdk_python()), str(script), namespace, str(default_kubeconfig())],
             capture_output=True, text=True, timeout=600, check=False,
         )  # fmt: skip
         assert out.returncode == 0, out.stderr[-3000:]
