@@ -149,7 +149,7 @@ def errors(ctx: Context) -> list[InputError]:
             out.append(
                 InputError(
                     f"spec.trainer.args[{i}]",
-                    f"must not set immutable config {key!r} in trainer args; it is managed by"
+                    f'must not set immutable config "{key}" in trainer args; it is managed by'
                     " the runtime",
                 )
             )

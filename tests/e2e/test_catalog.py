@@ -5,7 +5,8 @@ The cases come from the static oracle's harness (tests/oracle): the pinned modul
 ``manifests/base/runtimes`` and the SDK's own TrainJob builder. Made to fit kwok, and nothing
 else changed: the ClusterTrainingRuntime becomes a TrainingRuntime of the test namespace (no
 cluster-scoped leftovers), containers without a command get ``true`` (Argo's emissary cannot
-look image entrypoints up offline), and each PVC of ``volumeClaimPolicies`` gets a static
+look image entrypoints up offline), jobs a successPolicy does not target (MPI's sshd nodes) run
+until stopped instead of kwok's default second, and each PVC of ``volumeClaimPolicies`` gets a static
 PersistentVolume to bind (kwok has no provisioner). The queue is the SDK's way: the
 ``kueue.x-k8s.io/queue-name`` label on the TrainJob. Every pod that runs is checked for
 referential integrity by the ``namespace`` fixture.
@@ -57,9 +58,17 @@ def for_kwok(case: harness.Case, ns: str) -> tuple[Json, Json]:
     tj["metadata"]["namespace"] = ns
     tj["metadata"].setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = "gpu"
     tj["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    targets = (rt["spec"]["template"]["spec"].get("successPolicy") or {}).get(
+        "targetReplicatedJobs"
+    ) or []
     for rjob in rt["spec"]["template"]["spec"]["replicatedJobs"]:
-        for c in rjob["template"]["spec"]["template"]["spec"]["containers"]:
+        pod = rjob["template"]["spec"]["template"]
+        for c in pod["spec"]["containers"]:
             c.setdefault("command", ["true"])
+        if targets and rjob["name"] not in targets:  # MPI's sshd nodes run until stopped
+            pod.setdefault("metadata", {}).setdefault("annotations", {})[
+                "trainweave.test/duration"
+            ] = "10m"
     return tj, rt
 
 
