@@ -246,7 +246,10 @@ def pod_template(pipeline: Pipeline, step: Step, job: Job) -> m.Template:
         host_aliases=[m.HostAlias.model_validate(h) for h in spec.get("hostAliases") or []] or None,
         active_deadline_seconds=spec.get("activeDeadlineSeconds"),
         pod_spec_patch=json.dumps(patch, sort_keys=True, separators=(",", ":")) if patch else None,
-        retry_strategy=retry_strategy(job.retry, daemon=job.daemon),
+        # No retryStrategy on a daemon: Argo v4.0.7 does not persist ``daemoned`` on a daemon's
+        # Retry node (operator.go processNodeRetries sets it on a copy), so the step's DAG would
+        # wait for it forever after its target succeeded (docs/engines.md).
+        retry_strategy=None if job.daemon else retry_strategy(job.retry),
         daemon=True if job.daemon else None,
     )
 

@@ -52,15 +52,9 @@ def exit_code_in(codes: str) -> str:
 _DISRUPTED = f"lastRetry.status == 'Error' || {exit_code_in('143')}"
 
 
-def retry_strategy(policy: RetryPolicy, daemon: bool = False) -> m.RetryStrategy:
-    """The Argo retryStrategy of one pod task.
-
-    A daemon that ended ``Succeeded`` is never retried: under ``retryPolicy: Always`` Argo would
-    otherwise consult the expression for it (operator.go processNodeRetries, IsDaemoned()).
-    """
+def retry_strategy(policy: RetryPolicy) -> m.RetryStrategy:
+    """The Argo retryStrategy of one (non-daemon) pod task."""
     expression = retry_expression(policy)
-    if daemon:
-        expression = f"lastRetry.status != 'Succeeded' && ({expression})"
     backoff = m.Backoff(
         duration="10s",
         factor=m.IntOrString(2),

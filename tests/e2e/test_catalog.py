@@ -141,24 +141,28 @@ def test_render_equals_what_the_controller_creates(
 ) -> None:
     """The MPI example: ``trainweave render --no-exit-cleanup`` and the controller's children are
     the same objects (every rendered field as the cluster holds it), apart from the controller's
-    ownerReference, the freshly drawn SSH keys and the runtime's uid in the snapshot (the
-    controller reads the runtime from the API server)."""
+    ownerReference and the freshly drawn SSH keys."""
     root = Path(__file__).resolve().parents[2]
     tj = yaml.safe_load((root / "examples/mpi/trainjob.yaml").read_text())
     rt = yaml.safe_load((root / "examples/mpi/runtime.yaml").read_text())
     for obj in (tj, rt):
         obj["metadata"]["namespace"] = namespace
     rt["kind"] = tj["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    queues()
+    kube.create(TRAINER, "trainingruntimes", rt, namespace)
+    # The CLI gets the runtime as the API server holds it (spec defaulted by the CRD schema),
+    # which is what the controller reads.
+    live_rt = kube.get(TRAINER, "trainingruntimes", rt["metadata"]["name"], namespace)
+    keep = ("name", "namespace", "uid", "labels", "annotations")
+    live_rt["metadata"] = {k: v for k, v in live_rt["metadata"].items() if k in keep}
     (tmp_path / "tj.yaml").write_text(yaml.safe_dump(tj))
-    (tmp_path / "rt.yaml").write_text(yaml.safe_dump(rt))
+    (tmp_path / "rt.yaml").write_text(yaml.safe_dump(live_rt))
     out = subprocess.run(
         [sys.executable, "-m", "trainweave.cli", "render", str(tmp_path / "tj.yaml"),
          "--runtime", str(tmp_path / "rt.yaml"), "--no-exit-cleanup"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     rendered = [d for d in yaml.safe_load_all(out.stdout) if d]
-    queues()
-    kube.create(TRAINER, "trainingruntimes", rt, namespace)
     live_tj = kube.create(TRAINER, "trainjobs", tj, namespace)
     name = tj["metadata"]["name"]
     wait_until(
