@@ -227,7 +227,12 @@ def pod_template(pipeline: Pipeline, step: Step, job: Job) -> m.Template:
         name=job.name,
         inputs=m.Inputs(parameters=[m.Parameter(name="replica"), m.Parameter(name="index")]),
         metadata=m.Metadata(labels=labels, annotations=annotations),
-        container_set=m.ContainerSetTemplate(containers=[m.ContainerNode.model_validate(main)]),
+        # A daemon is a plain container template (Argo names its container ``main``): Argo v4.0.7
+        # never fulfils a daemoned pod's containerSet child nodes, so its DAG would not end.
+        container=m.Container.model_validate(main) if job.daemon else None,
+        container_set=None
+        if job.daemon
+        else m.ContainerSetTemplate(containers=[m.ContainerNode.model_validate(main)]),
         init_containers=[
             m.UserContainer.model_validate(c) for c in spec.get("initContainers") or []
         ]
