@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from trainweave.adapters import validate
+from trainweave.adapters import mlpolicy, names, validate
 
 from trainweave.errors import InputError
 from trainweave.inputs import RuntimeSpec, TrainJob
@@ -57,6 +57,25 @@ class Policy(Protocol):
     ) -> int | None:
         """Apply the policy to one job's pod spec; the job's pod count where it sets one."""
         ...
+
+
+def trainer_node(ctx: Context, ancestor: Ancestor | None, pod_spec: Json) -> Json | None:
+    """The trainer job's ``node`` container, where the plugins set env, when the TrainJob has
+    a trainer (``FindContainerByPodSetAncestorContainerName``); else None."""
+    node = validate.container(pod_spec, "node")
+    if ancestor is not Ancestor.TRAINER or node is None or ctx.trainjob.spec.trainer is None:
+        return None
+    return node
+
+
+def rank0(ctx: Context) -> str:
+    """``<trainjob>-node-0-0.<trainjob>``: the first trainer pod, as every plugin names it."""
+    return f"{names.pod_hostname(ctx.name, 'node', 0, 0)}.{ctx.name}"
+
+
+def open_port(node: Json) -> None:
+    """containerPort 29500 on the node container (upstream's ContainerTrainerPort)."""
+    mlpolicy.upsert_by_name(node.setdefault("ports", []), [{"containerPort": mlpolicy.TORCH_PORT}])
 
 
 def trainer_pod(spec: RuntimeSpec) -> Json | None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainweave.adapters import mlpolicy, names, validate
-from trainweave.adapters.policies.base import Context
+from trainweave.adapters import mlpolicy
+from trainweave.adapters.policies.base import Context, open_port, rank0, trainer_node
 
 from trainweave.errors import InputError
 from trainweave.labels import Ancestor
@@ -27,10 +27,9 @@ class Jax:
     def enforce(
         self, ctx: Context, job: str, ancestor: Ancestor | None, pod_spec: dict[str, Any]
     ) -> int | None:
-        node = validate.container(pod_spec, "node")
-        if ancestor is not Ancestor.TRAINER or node is None or ctx.trainjob.spec.trainer is None:
+        node = trainer_node(ctx, ancestor, pod_spec)
+        if node is None:
             return None
-        coordinator = f"{names.pod_hostname(ctx.name, 'node', 0, 0)}.{ctx.name}"
         mlpolicy.upsert_env(
             node,
             [
@@ -38,11 +37,9 @@ class Jax:
                 {"name": "JAX_PROCESS_ID", "valueFrom": mlpolicy.completion_index()},
                 {
                     "name": "JAX_COORDINATOR_ADDRESS",
-                    "value": f"{coordinator}:{mlpolicy.TORCH_PORT}",
+                    "value": f"{rank0(ctx)}:{mlpolicy.TORCH_PORT}",
                 },
             ],
         )
-        mlpolicy.upsert_by_name(
-            node.setdefault("ports", []), [{"containerPort": mlpolicy.TORCH_PORT}]
-        )
+        open_port(node)
         return None

@@ -14,7 +14,12 @@ from typing import Any
 
 from trainweave.adapters import mlpolicy, validate
 from trainweave.adapters.policies import torchtune
-from trainweave.adapters.policies.base import Context, reserved_env_errors
+from trainweave.adapters.policies.base import (
+    Context,
+    open_port,
+    reserved_env_errors,
+    trainer_node,
+)
 
 from trainweave.errors import InputError
 from trainweave.labels import Ancestor
@@ -59,16 +64,14 @@ class Torch:
     ) -> int | None:
         policy = ctx.spec.ml_policy.torch if ctx.spec.ml_policy else None
         pet, master = mlpolicy.torch_env(ctx.name, ctx.num_nodes, ctx.nproc, ctx.resources)
-        node = validate.container(pod_spec, "node")
-        if ancestor is Ancestor.TRAINER and node is not None and ctx.trainjob.spec.trainer:
+        node = trainer_node(ctx, ancestor, pod_spec)
+        if node is not None:
             mlpolicy.upsert_env(node, pet)
             if torchtune.is_torchtune(ctx):
                 node["command"] = torchtune.command(ctx)
             else:
                 mlpolicy.upsert_env(node, master)
-            mlpolicy.upsert_by_name(
-                node.setdefault("ports", []), [{"containerPort": mlpolicy.TORCH_PORT}]
-            )
+            open_port(node)
         for target in policy.env_injection.targets if policy and policy.env_injection else []:
             if target.job_name == job:
                 for name in target.container_names:

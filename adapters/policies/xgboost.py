@@ -9,8 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainweave.adapters import mlpolicy, names, validate
-from trainweave.adapters.policies.base import Context, reserved_env_errors
+from trainweave.adapters import mlpolicy
+from trainweave.adapters.policies.base import (
+    Context,
+    open_port,
+    rank0,
+    reserved_env_errors,
+    trainer_node,
+)
 
 from trainweave.errors import InputError
 from trainweave.labels import Ancestor
@@ -29,8 +35,8 @@ class XGBoost:
     def enforce(
         self, ctx: Context, job: str, ancestor: Ancestor | None, pod_spec: dict[str, Any]
     ) -> int | None:
-        node = validate.container(pod_spec, "node")
-        if ancestor is not Ancestor.TRAINER or node is None or ctx.trainjob.spec.trainer is None:
+        node = trainer_node(ctx, ancestor, pod_spec)
+        if node is None:
             return None
         workers = ctx.num_nodes * max(1, mlpolicy.gpus_per_node(ctx.resources))
         mlpolicy.upsert_env(
@@ -38,14 +44,12 @@ class XGBoost:
             [
                 {
                     "name": "DMLC_TRACKER_URI",
-                    "value": f"{names.pod_hostname(ctx.name, 'node', 0, 0)}.{ctx.name}",
+                    "value": rank0(ctx),
                 },
                 {"name": "DMLC_TRACKER_PORT", "value": str(mlpolicy.TORCH_PORT)},
                 {"name": "DMLC_TASK_ID", "valueFrom": mlpolicy.completion_index()},
                 {"name": "DMLC_NUM_WORKER", "value": str(workers)},
             ],
         )
-        mlpolicy.upsert_by_name(
-            node.setdefault("ports", []), [{"containerPort": mlpolicy.TORCH_PORT}]
-        )
+        open_port(node)
         return None

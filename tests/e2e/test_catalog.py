@@ -72,24 +72,31 @@ def for_kwok(case: harness.Case, ns: str) -> tuple[Json, Json]:
     return tj, rt
 
 
+def volume_for(kube: Kube, name: str, tpl: Json, claim: client.V1ObjectReference | None) -> str:
+    """A hostPath PersistentVolume that fits a volumeClaimPolicies template (pre-bound to
+    ``claim`` when the PVC's name is known)."""
+    pv = client.V1PersistentVolume(
+        metadata=client.V1ObjectMeta(name=name[:63]),
+        spec=client.V1PersistentVolumeSpec(
+            capacity={"storage": tpl["spec"]["resources"]["requests"]["storage"]},
+            access_modes=tpl["spec"]["accessModes"],
+            host_path=client.V1HostPathVolumeSource(path=f"/tmp/{name[:63]}"),
+            claim_ref=claim,
+            storage_class_name="",
+        ),
+    )
+    kube.core.create_persistent_volume(pv)
+    return str(pv.metadata.name)
+
+
 def static_volumes(kube: Kube, ns: str, tj: Json, rt: Json) -> list[str]:
     """A PersistentVolume pre-bound to each PVC the runtime's volumeClaimPolicies make."""
     made = []
     for policy in rt["spec"]["template"]["spec"].get("volumeClaimPolicies") or []:
         for tpl in policy["templates"]:
             claim = f"{tpl['metadata']['name']}-{tj['metadata']['name']}"
-            pv = client.V1PersistentVolume(
-                metadata=client.V1ObjectMeta(name=f"{ns}-{claim}"[:63]),
-                spec=client.V1PersistentVolumeSpec(
-                    capacity={"storage": tpl["spec"]["resources"]["requests"]["storage"]},
-                    access_modes=tpl["spec"]["accessModes"],
-                    host_path=client.V1HostPathVolumeSource(path=f"/tmp/{claim}"),
-                    claim_ref=client.V1ObjectReference(namespace=ns, name=claim),
-                    storage_class_name="",
-                ),
-            )
-            kube.core.create_persistent_volume(pv)
-            made.append(pv.metadata.name)
+            ref = client.V1ObjectReference(namespace=ns, name=claim)
+            made.append(volume_for(kube, f"{ns}-{claim}", tpl, ref))
     return made
 
 
@@ -295,17 +302,7 @@ def test_kubeflow_sdk_trains_waits_lists_and_deletes(
     tune_rt = for_kwok(sdk_cases["torchtune-llama3.2-1b/torchtune-lora"], namespace)[1]
     (tpl,) = tune_rt["spec"]["template"]["spec"]["volumeClaimPolicies"][0]["templates"]
     # the SDK names the TrainJob, so the PV is not pre-bound: it binds to the one PVC that fits
-    pv = client.V1PersistentVolume(
-        metadata=client.V1ObjectMeta(name=f"{namespace}-initializer"[:63]),
-        spec=client.V1PersistentVolumeSpec(
-            capacity={"storage": tpl["spec"]["resources"]["requests"]["storage"]},
-            access_modes=tpl["spec"]["accessModes"],
-            host_path=client.V1HostPathVolumeSource(path=f"/tmp/{namespace}"),
-            storage_class_name="",
-        ),
-    )
-    kube.core.create_persistent_volume(pv)
-    pvs = [pv.metadata.name]
+    pvs = [volume_for(kube, f"{namespace}-initializer", tpl, None)]
     try:
         script = tmp_path / "sdk_train.py"  # a file: the SDK ships train_fn's source code
         script.write_text(SDK_SCRIPT)

@@ -11,18 +11,18 @@ Pod outcomes come from the kwok stage knobs `trainweave.test/exit-code[.N]` and
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import textwrap
-import venv
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+
+from tests.oracle import harness
 
 from .controller_proc import ControllerProc
 from .kube import ARGO, KUEUE, Kube, condition, default_kubeconfig, load_manifest, wait_until
@@ -468,9 +468,8 @@ def _cq(kube: Kube, ns: str) -> Json:
 
 
 # --- Kubeflow SDK ---------------------------------------------------------------------------
-# kubeflow==0.5.0 pins kubernetes<36 (trainweave allows >=31,<38): it runs in its own virtualenv,
-# created once under the user cache dir, driven by a small script.
-SDK = "kubeflow==0.5.0"
+# kubeflow==0.5.0 pins kubernetes<36 (trainweave allows >=31,<38): it runs in its own virtualenv
+# (tests.oracle.harness.sdk_python, created once under the user cache dir), driven by a script.
 
 SCRIPT = textwrap.dedent(
     """
@@ -498,21 +497,10 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def sdk_python() -> Path:
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    env = cache / "trainweave" / "sdk-venv-kubeflow-0.5.0"
-    py = env / "bin" / "python"
-    if not (env / ".installed").exists():
-        venv.create(env, with_pip=True)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", SDK], check=True, timeout=600)
-        (env / ".installed").touch()
-    return py
-
-
 def test_kubeflow_sdk_sees_trainweave_trainjobs(
     kube: Kube, namespace: str, queues: Any, controller: ControllerProc
 ) -> None:
-    py = sdk_python()
+    py = harness.sdk_python()
     queues()
     apply(kube, namespace, *example(namespace, nodes=2))
     out = subprocess.run(
