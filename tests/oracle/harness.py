@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from trainweave.adapters import render
 from trainweave.adapters.trainer import to_pipeline
 
 from tests.crds import module_dir
@@ -27,6 +28,7 @@ from tests.versions import PINS
 from trainweave.errors import InputErrors
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.quantity import parse
+from trainweave.sshkeys import KeyPair
 
 Json = dict[str, Any]
 ROOT = Path(__file__).parents[2]
@@ -222,12 +224,56 @@ def differences(case: Case, answer: Json) -> list[str]:
     theirs = upstream_jobs(answer)
     if _env_order_free(case):
         ours, theirs = _sorted_env(ours), _sorted_env(theirs)
-    out = []
+    out = object_differences(case, answer)
     for job in sorted(set(ours) | set(theirs)):
         a, b = ours.get(job, {}), theirs.get(job, {})
         for path in sorted(set(a) | set(b)):
             if a.get(path) != b.get(path):
                 out.append(f"{case.name}: {job}: {path}")
+    return out
+
+
+# Upstream's JobSet controller, not Trainer, makes these (the oracle stops at the JobSet).
+JOBSET_MADE = ("Service", "PersistentVolumeClaim")
+
+
+def _object_form(obj: Json) -> Json:
+    """What is compared of an object either side creates beside the pods."""
+    data = obj.get("data") or {}
+    form: Json = {"kind": obj.get("kind", "ConfigMap")}
+    if form["kind"] == "Secret":
+        form.update(type=obj.get("type"), immutable=obj.get("immutable"), keys=sorted(data))
+    elif str(obj["metadata"]["name"]).endswith("-runtime-snapshot"):
+        snapshot = yaml.safe_load(data.get("runtime") or "{}") or {}
+        # its spec is the runtime as each side read it (upstream: CRD-defaulted Go structs)
+        form.update(keys=sorted(data), runtime=(snapshot.get("metadata") or {}).get("name"))
+    else:
+        form.update(data=data)
+    return form
+
+
+def object_differences(case: Case, answer: Json) -> list[str]:
+    """``<case>: object <name>: <field>`` for the Secrets and ConfigMaps upstream creates
+    (Trainer's MPI Secret and hostfile, the runtime snapshot) against trainweave's render."""
+    keys = KeyPair("test", "test")
+    rendered = render.render(
+        parse_trainjob(case.trainjob),
+        parse_runtime(case.runtime),
+        render.Options(ssh_keys=keys, default_queue="q"),
+    )
+    ours = {o["metadata"]["name"]: _object_form(o) for o in rendered if o["kind"] != "Workflow"}
+    made = [o for o in answer["objects"] + answer["created"] if o.get("kind") != "JobSet"]
+    theirs = {o["metadata"]["name"]: _object_form(o) for o in made}
+    out = []
+    for name in sorted(set(ours) | set(theirs)):
+        if name not in theirs and ours[name]["kind"] in JOBSET_MADE:
+            continue
+        a, b = ours.get(name, {}), theirs.get(name, {})
+        out += [
+            f"{case.name}: object {name}: {k}"
+            for k in sorted(set(a) | set(b))
+            if a.get(k) != b.get(k)
+        ]
     return out
 
 
