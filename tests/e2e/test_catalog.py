@@ -315,6 +315,7 @@ def test_kubeflow_sdk_trains_waits_lists_and_deletes(
     finally:
         for pv in pvs:
             kube.core.delete_persistent_volume(pv)
+    print(out.stdout.strip().splitlines()[-1])  # docs/controller.md shows it (pytest -s)
     custom, tune = got["order"]
     assert got["runtimes"] == ["torch-distributed", "torchtune-llama3.2-1b"]
     assert got[custom] == {
