@@ -67,7 +67,9 @@ def jobset_errors(spec: RuntimeSpec) -> list[InputError]:
         errors.append(
             InputError(
                 "spec.podGroupPolicy",
-                "is not supported: Kueue admits each step as a gang instead",
+                "is not supported: it asks the coscheduling/volcano scheduler to place every pod"
+                " of the TrainJob at once, while trainweave admits each step as its own Kueue"
+                " gang (all of a step's pods or none); remove it",
                 reason=Reason.UNSUPPORTED_FIELD,
             )
         )
