@@ -200,8 +200,9 @@ def test_shared_backoff_limit_fails_the_step_on_its_third_failed_pod(
     """backoffLimit: 2 on a 2-pod trainer: Argo retries each pod on its own, the controller
     counts the step's failures together and stops it on the third, as a Job would."""
     queues()
-    tj, rt = example(namespace, nodes=2, codes={"node": [1, 1, 1]})
+    tj, rt = example(namespace, nodes=2, codes={"node": [3, 3, 3]})  # 1, 2 are FailJob
     node = next(j for j in rt["spec"]["template"]["spec"]["replicatedJobs"] if j["name"] == "node")
+    node["template"]["spec"].pop("backoffLimitPerIndex", None)  # the example's per-pod budget
     node["template"]["spec"]["backoffLimit"] = 2
     apply(kube, namespace, tj, rt)
     got = wait_condition(kube, namespace, "Failed", timeout=240)

@@ -86,6 +86,10 @@ def test_llm_finetune_render_runs_one_gang_per_step(
     pipeline = to_pipeline(parse_trainjob(tj), parse_runtime(rt))
     manifests = argo.render(pipeline)
     workflow, others = manifests[0], manifests[1:]
+    # the initializers' secretRef: the user's HuggingFace token Secret (the integrity check
+    # of every pod found it missing here)
+    secret = {"metadata": {"name": "hf-token"}, "stringData": {"HF_TOKEN": "test"}}
+    kube.core.create_namespaced_secret(namespace, secret)
     for obj in others:
         utils.create_from_dict(kube.api, copy.deepcopy(obj), namespace=namespace)
     kube.create(ARGO, "workflows", workflow, namespace)
