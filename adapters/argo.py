@@ -28,11 +28,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from trainweave import labels as L
 from trainweave.adapters import names, objects, retry
 from trainweave.adapters.hera_models import models as m
 from trainweave.adapters.retry import retry_strategy
-
-from trainweave import labels as L
 from trainweave.errors import InputError, InputErrors
 from trainweave.labels import Reason
 from trainweave.model import Job, Pipeline, Step

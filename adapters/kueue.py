@@ -25,12 +25,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
 from trainweave.adapters import names
 from trainweave.adapters.kueue_plan import Fit, Plan, plan
 from trainweave.adapters.plan_format import format_plan, plan_errors, plan_exit_code
 from trainweave.adapters.podsets import PodRole, pod_roles
 from trainweave.adapters.rolehash import PodDefaults
-
 from trainweave.labels import KUEUE_IS_GROUP_WORKLOAD
 from trainweave.model import Pipeline, Step
 

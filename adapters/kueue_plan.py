@@ -33,7 +33,6 @@ from trainweave.adapters.flavormatch import matches_flavor
 from trainweave.adapters.hours import ResourceHours, resource_hours
 from trainweave.adapters.podsets import PodRole, pod_roles
 from trainweave.adapters.rolehash import PodDefaults
-
 from trainweave.model import Pipeline, Step
 from trainweave.quantity import format_quantity, parse
 from trainweave.queues import ClusterQueue, FlavorQuotas, QueueSet, quota_amount

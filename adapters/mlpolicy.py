@@ -14,7 +14,6 @@ from typing import Any
 
 from trainweave.adapters import names
 from trainweave.adapters.hours import is_gpu
-
 from trainweave.quantity import parse
 
 Json = dict[str, Any]

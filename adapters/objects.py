@@ -21,9 +21,9 @@ import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from trainweave.adapters import mlpolicy, names
 
 from trainweave import labels as L
+from trainweave.adapters import mlpolicy, names
 from trainweave.model import Pipeline
 from trainweave.sshkeys import KeyPair
 

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainweave.adapters import strategic
-
 from trainweave import k8s_schema
+from trainweave.adapters import strategic
 from trainweave.errors import InputError
 from trainweave.labels import Reason
 

@@ -6,7 +6,6 @@ from decimal import Decimal
 
 from trainweave.adapters.hours import ResourceHours, is_gpu
 from trainweave.adapters.kueue_plan import Fit, Plan, StepPlan
-
 from trainweave.quantity import format_quantity
 
 _HEADER = ("STEP", "ROLE", "PODS", "REQUESTS (all pods)", "QUEUE -> CLUSTERQUEUE", "FLAVOR", "FITS")

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainweave.adapters.rolehash import PodDefaults, admitted_pod_spec, role_hash
-
 from trainweave.model import Step
 from trainweave.quantity import add_quantities, format_quantity, max_quantities, parse
 

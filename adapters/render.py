@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainweave.adapters import argo, objects, trainer
-
 from trainweave.inputs import Runtime, TrainJob
 from trainweave.model import Pipeline
 from trainweave.sshkeys import KeyPair

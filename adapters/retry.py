@@ -32,7 +32,6 @@ from __future__ import annotations
 from typing import Any
 
 from trainweave.adapters.hera_models import models as m
-
 from trainweave.model import ExitCodeRule, RetryPolicy
 
 Json = dict[str, Any]

@@ -24,7 +24,6 @@ from typing import Any
 
 from trainweave.adapters import graph, jobspec, mlpolicy, names, patches, policies, validate
 from trainweave.adapters.policies import Context
-
 from trainweave.errors import InputError, InputErrors
 from trainweave.inputs import ReplicatedJob, Runtime, RuntimeSpec, TrainJob
 from trainweave.labels import (

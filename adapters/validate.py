@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from trainweave.adapters import names
-
 from trainweave.errors import InputError
 from trainweave.inputs import RuntimeSpec, TrainJob
 from trainweave.labels import Reason

@@ -185,10 +185,9 @@ def main() -> int:
     seconds, repeats, runs = (0.5, 2, 3) if args.quick else (2.0, 3, 7)
     os.sched_setaffinity(0, {args.cpu})
 
+    from trainweave import yamlout
     from trainweave.adapters import argo
     from trainweave.adapters.trainer import to_pipeline
-
-    from trainweave import yamlout
     from trainweave.inputs import parse_runtime, parse_trainjob
 
     job = parse_trainjob(yaml.safe_load(TRAINJOB.read_text()))

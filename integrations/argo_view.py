@@ -25,9 +25,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainweave.adapters.retry import EXIT_CODE_MESSAGE
-
 from trainweave import labels
+from trainweave.adapters.retry import EXIT_CODE_MESSAGE
 
 Json = dict[str, Any]
 

@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from trainweave import labels
 from trainweave.integrations import api, reconcile, slim
 from trainweave.integrations.argo_view import TERMINAL, step_groups
 from trainweave.integrations.executor import Executor, Renderer
@@ -31,8 +32,6 @@ from trainweave.integrations.informer import Informer, Key, WorkQueue, key_of
 from trainweave.integrations.leader import LeaderElector
 from trainweave.integrations.metrics import Metrics, resource_of
 from trainweave.integrations.rollup import Observed
-
-from trainweave import labels
 
 Json = dict[str, Any]
 log = logging.getLogger("trainweave.controller")

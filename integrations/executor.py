@@ -18,12 +18,12 @@ from datetime import datetime
 from typing import Any, Protocol
 
 import yaml
-from trainweave.adapters import render
-from trainweave.integrations import api, reconcile
-from trainweave.integrations.rollup import set_condition
 
 from trainweave import labels, sshkeys
+from trainweave.adapters import render
 from trainweave.errors import InputError, InputErrors
+from trainweave.integrations import api, reconcile
+from trainweave.integrations.rollup import set_condition
 from trainweave.labels import ConditionType, Reason
 
 Json = dict[str, Any]

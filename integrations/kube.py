@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import urllib3
+
 from trainweave.integrations import api
 from trainweave.integrations.metrics import Metrics
 

@@ -16,6 +16,7 @@ from collections import Counter as Tally
 from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
 from trainweave.integrations import api
 from trainweave.integrations.quota import MetricEvent
 

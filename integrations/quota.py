@@ -21,7 +21,6 @@ from datetime import datetime
 from typing import Any
 
 from trainweave.adapters.hours import is_gpu
-
 from trainweave.quantity import QuantityError, parse
 
 Json = dict[str, Any]

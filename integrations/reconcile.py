@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from trainweave import labels
 from trainweave.adapters import retry
 from trainweave.integrations import api, quota
 from trainweave.integrations.argo_view import (
@@ -42,8 +43,6 @@ from trainweave.integrations.rollup import (
     progress,
     rollup,
 )
-
-from trainweave import labels
 from trainweave.labels import ConditionType
 
 Json = dict[str, Any]

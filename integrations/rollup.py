@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from trainweave import labels
 from trainweave.integrations.argo_view import (
     ATTEMPT_SUFFIX,
     FAILED,
@@ -28,8 +29,6 @@ from trainweave.integrations.argo_view import (
     workflow_of,
 )
 from trainweave.integrations.quota import parse_time
-
-from trainweave import labels
 from trainweave.labels import ConditionType, Reason
 
 Json = dict[str, Any]

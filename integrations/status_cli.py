@@ -11,12 +11,11 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
+from trainweave import labels
 from trainweave.integrations import api, quota
 from trainweave.integrations.argo_view import step_groups, view
 from trainweave.integrations.reconcile import group_of, quota_records
 from trainweave.integrations.rollup import Observed, owned, progress
-
-from trainweave import labels
 
 Json = dict[str, Any]
 

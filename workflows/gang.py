@@ -34,12 +34,12 @@ from typing import Any
 import yaml
 from hera.workflows import Task, Workflow
 from hera.workflows import models as m
+
 from trainweave.adapters import argo, mlpolicy, names, objects
 from trainweave.adapters.jobspec import DEFAULT_BACKOFF_LIMIT
-from trainweave.workflows import context
-
 from trainweave.labels import Ancestor, StepRole
 from trainweave.model import HeadlessService, Job, Pipeline, RetryPolicy, Step
+from trainweave.workflows import context
 
 Json = dict[str, Any]
 SERVICE_TEMPLATE = "trainweave-service"

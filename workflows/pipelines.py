@@ -18,6 +18,9 @@ from typing import Any
 
 from hera.workflows import DAG, Workflow
 from hera.workflows import models as m
+
+from trainweave import labels as L
+from trainweave.model import ExitCodeRule, RetryPolicy
 from trainweave.workflows.gang import exit_cleanup
 from trainweave.workflows.steps import (
     EnvLike,
@@ -26,9 +29,6 @@ from trainweave.workflows.steps import (
     post_processor,
     trainer,
 )
-
-from trainweave import labels as L
-from trainweave.model import ExitCodeRule, RetryPolicy
 
 VOLUME = "initializer"
 DATASET_IMAGE = "ghcr.io/kubeflow/trainer/dataset-initializer:v2.3.0"

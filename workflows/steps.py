@@ -17,12 +17,12 @@ from typing import Any
 from hera.workflows import Resources
 from hera.workflows import models as m
 from pydantic import BaseModel
+
 from trainweave.adapters import mlpolicy
 from trainweave.adapters.jobspec import DEFAULT_BACKOFF_LIMIT
-from trainweave.workflows.gang import GangStep
-
 from trainweave.labels import Ancestor, StepRole
 from trainweave.model import RetryPolicy
+from trainweave.workflows.gang import GangStep
 
 Json = dict[str, Any]
 EnvLike = Mapping[str, str] | Sequence[Mapping[str, Any] | m.EnvVar]

@@ -13,7 +13,6 @@ from trainweave.adapters.policies.mpi import MPI
 from trainweave.adapters.policies.plain import Plain
 from trainweave.adapters.policies.torch import Torch
 from trainweave.adapters.policies.xgboost import XGBoost
-
 from trainweave.errors import InputError
 from trainweave.inputs import RuntimeSpec
 from trainweave.labels import Reason

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from trainweave.adapters import mlpolicy, names, validate
-
 from trainweave.errors import InputError
 from trainweave.inputs import RuntimeSpec, TrainJob
 from trainweave.labels import TRAINJOB_ANCESTOR, Ancestor

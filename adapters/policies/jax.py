@@ -11,7 +11,6 @@ from typing import Any
 
 from trainweave.adapters import mlpolicy
 from trainweave.adapters.policies.base import Context, open_port, rank0, trainer_node
-
 from trainweave.errors import InputError
 from trainweave.labels import Ancestor
 

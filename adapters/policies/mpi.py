@@ -14,7 +14,6 @@ from typing import Any
 
 from trainweave.adapters import mlpolicy, validate
 from trainweave.adapters.policies.base import Context, reserved_env_errors
-
 from trainweave.errors import InputError
 from trainweave.labels import Ancestor
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from trainweave.adapters.policies.base import Context
-
 from trainweave.errors import InputError
 from trainweave.labels import Ancestor
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from trainweave.adapters import mlpolicy, names, validate
 from trainweave.adapters.policies.base import Context, trainer_pod
-
 from trainweave.errors import InputError
 
 ENTRYPOINT = ["tune", "run"]

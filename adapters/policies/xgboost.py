@@ -17,7 +17,6 @@ from trainweave.adapters.policies.base import (
     reserved_env_errors,
     trainer_node,
 )
-
 from trainweave.errors import InputError
 from trainweave.labels import Ancestor
 

@@ -8,6 +8,7 @@ does not manage. Run it to print the Workflow: ``python examples/hera/llm_pipeli
 
 from hera.workflows import DAG, Container, Resources, Workflow
 from hera.workflows import models as m
+
 from trainweave.workflows import exit_cleanup, initializer, post_processor, trainer
 
 WORKSPACE = [m.VolumeMount(name="workspace", mount_path="/workspace")]

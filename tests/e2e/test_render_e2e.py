@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import utils
+
 from trainweave.adapters import argo, kueue
 from trainweave.adapters.podsets import effective_requests
 from trainweave.adapters.trainer import to_pipeline
-
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.quantity import parse as parse_quantity
 

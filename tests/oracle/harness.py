@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from trainweave.adapters import render
-from trainweave.adapters.trainer import to_pipeline
 
 from tests.crds import module_dir
 from tests.versions import PINS
+from trainweave.adapters import render
+from trainweave.adapters.trainer import to_pipeline
 from trainweave.errors import InputErrors
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.quantity import parse

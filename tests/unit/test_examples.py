@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 import yaml
-from trainweave.adapters import render
 
+from trainweave.adapters import render
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.sshkeys import KeyPair
 

@@ -12,6 +12,7 @@ import copy
 from typing import Any
 
 import pytest
+
 from trainweave.adapters import kueue, names
 from trainweave.adapters.podsets import effective_requests, pod_roles
 from trainweave.adapters.rolehash import (
@@ -21,7 +22,6 @@ from trainweave.adapters.rolehash import (
     role_hash,
     shape_json,
 )
-
 from trainweave.labels import StepRole
 from trainweave.model import Job, Pipeline, RetryPolicy, Step
 

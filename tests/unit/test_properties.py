@@ -7,10 +7,10 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from trainweave.adapters import argo
-from trainweave.adapters.trainer import to_pipeline
 
 from tests.builders import make_runtime, make_trainjob
+from trainweave.adapters import argo
+from trainweave.adapters.trainer import to_pipeline
 from trainweave.inputs import parse_runtime, parse_trainjob
 
 Json = dict[str, Any]

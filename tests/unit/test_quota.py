@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
-from trainweave.integrations import quota
 
 from tests.unit.cluster_objects import T0, workload
+from trainweave.integrations import quota
 
 NOW = datetime(2026, 11, 1, 11, 0, tzinfo=timezone.utc)
 INFO = {"step": "trainer", "role": "trainer", "attempt": 0}

@@ -6,14 +6,14 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
-from trainweave.adapters import render
-from trainweave.integrations import api, reconcile
-from trainweave.integrations.executor import Executor
-from trainweave.integrations.rollup import Observed
 
 from tests.builders import make_runtime, make_trainjob
 from tests.unit.cluster_objects import T0, Pod, StepState, pod, trainjob, workflow, workload
+from trainweave.adapters import render
 from trainweave.inputs import parse_runtime, parse_trainjob
+from trainweave.integrations import api, reconcile
+from trainweave.integrations.executor import Executor
+from trainweave.integrations.rollup import Observed
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
 Json = dict[str, Any]

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from trainweave.adapters.retry import retry_expression
 
 from tests.versions import ARGO_VERSION
+from trainweave.adapters.retry import retry_expression
 from trainweave.model import ExitCodeRule, RetryPolicy
 
 pytestmark = pytest.mark.schema

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from trainweave.integrations.argo_view import decode_nodes, view
-from trainweave.integrations.rollup import Observed, job_sizes, jobs_status, rollup
 
 from tests.unit.cluster_objects import T0, Pod, StepState, pod, trainjob, workflow
 from tests.unit.test_examples import render_example
 from trainweave import labels as L
+from trainweave.integrations.argo_view import decode_nodes, view
+from trainweave.integrations.rollup import Observed, job_sizes, jobs_status, rollup
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
 FIXTURES = Path(__file__).parent / "fixtures" / "argo"

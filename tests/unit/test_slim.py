@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.unit.cluster_objects import Pod, StepState, pod, trainjob, workflow, workload
 from trainweave.integrations import reconcile, slim
 from trainweave.integrations.argo_view import view
 from trainweave.integrations.rollup import Observed, jobs_status
-
-from tests.unit.cluster_objects import Pod, StepState, pod, trainjob, workflow, workload
 
 Json = dict[str, Any]
 NOW = datetime(2026, 11, 1, 10, 10, tzinfo=timezone.utc)

@@ -14,8 +14,12 @@ from typing import Any
 import pytest
 import yaml
 from hera.workflows import DAG, Container, Workflow
+
+from tests.unit.test_examples import EXAMPLES
+from trainweave import labels as L
 from trainweave.adapters import argo
 from trainweave.adapters.trainer import to_pipeline
+from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.workflows import (
     GangStep,
     exit_cleanup,
@@ -24,10 +28,6 @@ from trainweave.workflows import (
     post_processor,
     trainer,
 )
-
-from tests.unit.test_examples import EXAMPLES
-from trainweave import labels as L
-from trainweave.inputs import parse_runtime, parse_trainjob
 
 Json = dict[str, Any]
 HERA_EXAMPLE = EXAMPLES / "hera" / "llm_pipeline.py"

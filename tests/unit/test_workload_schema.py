@@ -13,12 +13,12 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from trainweave.adapters import kueue
-from trainweave.adapters.rolehash import PodDefaults
-from trainweave.adapters.trainer import to_pipeline
 
 from tests.crds import crd_schema
 from tests.versions import KUEUE_MODULE, KUEUE_VERSION
+from trainweave.adapters import kueue
+from trainweave.adapters.rolehash import PodDefaults
+from trainweave.adapters.trainer import to_pipeline
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.labels import StepRole
 from trainweave.model import Job, Pipeline, RetryPolicy, Step
