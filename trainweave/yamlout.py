@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 # Conservative: letters, digits and a few separators; must start with a letter or '/'.
-_PLAIN = re.compile(r"^[A-Za-z/][A-Za-z0-9_./@-]*$")
+_PLAIN = re.compile(r"[A-Za-z/][A-Za-z0-9_./@-]*")  # fullmatch: ``$`` would let "A\n" through
 # Characters YAML readers refuse raw (PyYAML's NON_PRINTABLE) or fold as line breaks
 # (\x85, \u2028, \u2029): escaped inside double quotes.
 _UNPRINTABLE = re.compile("[^\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -44,7 +44,7 @@ def _scalar(value: Any) -> str:
 @lru_cache(maxsize=4096)
 def _string(text: str) -> str:
     """A string scalar: plain when unambiguous, else double-quoted (manifests repeat strings)."""
-    if _PLAIN.match(text) and text.lower() not in _RESERVED:
+    if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED:
         return text
     return _UNPRINTABLE.sub(
         lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False)
