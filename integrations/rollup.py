@@ -38,7 +38,6 @@ MSG_RESUMED = "TrainJob is resumed"
 MSG_DEADLINE = "TrainJob exceeded its active deadline"
 MSG_COMPLETE = "All steps completed successfully"
 ARGO_NODE_NAME = "workflows.argoproj.io/node-name"
-ARGO_WORKFLOW = WORKFLOW_LABEL
 KUEUE_ADMISSION_GATE = "kueue.x-k8s.io/admission"
 
 
@@ -289,7 +288,7 @@ def attempt_pods(obs: Observed, prog: Progress) -> list[Json]:
     for pod in pods:
         meta = pod.get("metadata") or {}
         lbls = meta.get("labels") or {}
-        wf = lbls.get(ARGO_WORKFLOW, "")
+        wf = lbls.get(WORKFLOW_LABEL, "")
         if wf not in wf_names:
             continue
         node = str((meta.get("annotations") or {}).get(ARGO_NODE_NAME) or meta.get("name"))
