@@ -20,7 +20,6 @@ import os
 import shutil
 import signal
 import socket
-import ssl
 import subprocess
 import sys
 import time
@@ -288,9 +287,9 @@ def start_process(
     return p.pid
 
 
-def https_ok(url: str, ca_file: Path | None = None) -> bool:
-    ctx = ssl.create_default_context(cafile=str(ca_file)) if ca_file else None
-    with urllib.request.urlopen(url, timeout=2, context=ctx) as r:
+def http_ok(url: str) -> bool:
+    """GET url answers 200 (plain http: the engines' health endpoints)."""
+    with urllib.request.urlopen(url, timeout=2) as r:
         return bool(r.status == 200)
 
 
@@ -301,19 +300,15 @@ def tcp_open(port: int) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# commands
+# up, step by step
 
 
-def cmd_up(args: argparse.Namespace, started: dict[str, bool] | None = None) -> None:
-    t0 = time.monotonic()
-    state = load_state()
-    eng = engines_dir()
-    kubectl = eng / "bin" / "kubectl"
+def reuse_or_clean(args: argparse.Namespace, state: dict[str, Any] | None, kubectl: Path) -> bool:
+    """True when this state dir's cluster is already up and healthy (nothing to do). Refuses
+    (dies) when some of its processes run but it is not healthy; removes state no process uses."""
     alive = state and all(pid_alive(p) for p in all_pids(state).values())
     if state and state.get("complete") and alive and apiserver_ready(kubectl):
-        log("already up")
-        cmd_status(args)
-        return
+        return True
     if state and any(pid_alive(p) for p in all_pids(state).values()):
         # Possibly another `up` in progress (or another session's cluster): never stop it here.
         die(
@@ -323,26 +318,18 @@ def cmd_up(args: argparse.Namespace, started: dict[str, bool] | None = None) -> 
     if state or STATE.exists():
         log("stale state found (no process alive): cleaning it up first")
         cmd_down(args)
+    return False
 
-    if not args.no_build:
-        run("bash", HACK / "build.sh")
-    bin_dir = eng / "bin"
-    versions = read_env(HACK / "versions.env")
-    sources = read_env(eng / "sources.env")
-    kwok_dir, kueue_dir = Path(sources["KWOK_DIR"]), Path(sources["KUEUE_DIR"])
-    argo_dir, trainer_dir = Path(sources["ARGO_DIR"]), Path(sources["TRAINER_DIR"])
 
-    if started is not None:
-        started["ours"] = True
-    STATE.mkdir(parents=True, exist_ok=True)
-    state = {"engines": str(eng), "kubeconfig": str(KUBECONFIG), "pids": {}, "ports": {}}
-    save_state(state)
+def start_kube(
+    bin_dir: Path, versions: dict[str, str], kwok_dir: Path, state: dict[str, Any]
+) -> None:
+    """etcd + kube-apiserver + kcm + scheduler + kwok, by kwokctl on loopback; writes the
+    kubeconfig, waits for /readyz and records the components' ports."""
     kenv = {
         "KWOK_WORKDIR": str(kwok_workdir()),
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
     }
-
-    # 1. etcd + kube-apiserver + kcm + scheduler + kwok, by kwokctl on loopback
     cfg = STATE / "kwokctl.yaml"
     cfg.write_text(kwokctl_config(bin_dir, versions, kwok_dir))
     log("starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (kwokctl)")
@@ -366,8 +353,7 @@ def cmd_up(args: argparse.Namespace, started: dict[str, bool] | None = None) -> 
     )
     KUBECONFIG.write_text(kc.stdout)
     KUBECONFIG.chmod(0o600)
-    kubectl_args = [str(kubectl), "--kubeconfig", str(KUBECONFIG)]
-    wait_for("kube-apiserver /readyz", lambda: apiserver_ready(kubectl), 120)
+    wait_for("kube-apiserver /readyz", lambda: apiserver_ready(bin_dir / "kubectl"), 120)
     kwok_cfg = (kwok_workdir() / "clusters" / CLUSTER_NAME / "kwok.yaml").read_text()
     comps = next(
         d for d in yaml.safe_load_all(kwok_cfg) if d and d.get("kind") == "KwokctlConfiguration"
@@ -380,23 +366,24 @@ def cmd_up(args: argparse.Namespace, started: dict[str, bool] | None = None) -> 
                 )
     save_state(state)
 
-    # 2. fake nodes
+
+def create_nodes(kubectl_args: list[str]) -> None:
+    """The fake nodes (engine_config.node_manifests), kept Ready by kwok."""
     nodes = STATE / "nodes.yaml"
     nodes.write_text(yaml.safe_dump_all(node_manifests()))
     run(*kubectl_args, "create", "-f", nodes, capture=True)
 
-    # 3. CRDs from the pinned modules (server-side apply: Argo's Workflow CRD is 2.8 MB)
+
+def install_crds(
+    kubectl_args: list[str], apply: list[str], kueue_dir: Path, argo_dir: Path, trainer_dir: Path
+) -> None:
+    """CRDs from the pinned modules, server-side applied (Argo's Workflow CRD is 2.8 MB) and
+    waited for Established; then the kueue-system and argo namespaces."""
     crds = sorted((kueue_dir / "config/components/crd/bases").glob("*.yaml"))
     crds += sorted((argo_dir / "manifests/base/crds/full").glob("argoproj.io_*.yaml"))
     crds += sorted((trainer_dir / "manifests/base/crds").glob("trainer.kubeflow.org_*.yaml"))
     log(f"installing {len(crds)} CRDs")
-    apply = [*kubectl_args, "apply", "--server-side", "--force-conflicts"]
-    run(
-        *apply,
-        "--field-manager=trainweave-e2e",
-        *[a for f in crds for a in ("-f", str(f))],
-        capture=True,
-    )
+    run(*apply, *[a for f in crds for a in ("-f", str(f))], capture=True)
     run(
         *kubectl_args,
         "wait",
@@ -408,7 +395,10 @@ def cmd_up(args: argparse.Namespace, started: dict[str, bool] | None = None) -> 
     run(*kubectl_args, "create", "namespace", "kueue-system", capture=True)
     run(*kubectl_args, "create", "namespace", "argo", capture=True)
 
-    # 4. Kueue manager, webhooks on https://127.0.0.1:<port>
+
+def start_kueue(bin_dir: Path, kueue_dir: Path, apply: list[str], state: dict[str, Any]) -> None:
+    """The Kueue manager with its webhooks on https://127.0.0.1:<free port> (own CA), waited for
+    healthy; then its webhook configurations pointing at that URL."""
     kdir = STATE / "kueue"
     cert_dir = kdir / "certs"
     ca = make_certs(cert_dir)
@@ -425,13 +415,16 @@ def cmd_up(args: argparse.Namespace, started: dict[str, bool] | None = None) -> 
         "kueue", kueue_wrap(kueue_argv, cert_dir, kdir), cwd=kdir
     )
     save_state(state)
-    wait_for("Kueue health", lambda: https_ok_plain(f"http://127.0.0.1:{hport}/readyz"), 120)
+    wait_for("Kueue health", lambda: http_ok(f"http://127.0.0.1:{hport}/readyz"), 120)
     wait_for("Kueue webhook TLS", lambda: tcp_open(wport), 60)
     webhooks = kdir / "webhooks.yaml"
     webhooks.write_text(yaml.safe_dump_all(kueue_webhooks(kueue_dir, wport, ca)))
-    run(*apply, "--field-manager=trainweave-e2e", "-f", webhooks, capture=True)
+    run(*apply, "-f", webhooks, capture=True)
 
-    # 5. Argo workflow-controller
+
+def start_argo(bin_dir: Path, kubectl_args: list[str], state: dict[str, Any]) -> None:
+    """Argo's workflow-controller (namespace argo, no leader election) and its ConfigMap, waited
+    for healthy."""
     # one-line values are joined as `key: value`, so a nested value needs a trailing newline
     # (argo-workflows config/controller.go parseConfigMap)
     argo_cm = {
@@ -460,33 +453,78 @@ def cmd_up(args: argparse.Namespace, started: dict[str, bool] | None = None) -> 
     save_state(state)
     wait_for(
         "Argo workflow-controller /healthz",
-        lambda: https_ok_plain("http://127.0.0.1:6060/healthz"),
+        lambda: http_ok("http://127.0.0.1:6060/healthz"),
         120,
     )
 
-    # 6. cluster-wide Kueue objects shared by the tests: flavors per node pool
-    (kdir / "flavors.yaml").write_text(yaml.safe_dump_all(flavor_manifests()))
+
+def create_flavors(apply: list[str]) -> None:
+    """The cluster-wide Kueue objects shared by the tests: a ResourceFlavor per node pool,
+    retried until Kueue's webhooks serve."""
+    flavors = STATE / "kueue" / "flavors.yaml"
+    flavors.write_text(yaml.safe_dump_all(flavor_manifests()))
     wait_for(
         "ResourceFlavors accepted (Kueue webhooks serving)",
-        lambda: (
-            run(
-                *apply,
-                "--field-manager=trainweave-e2e",
-                "-f",
-                kdir / "flavors.yaml",
-                check=False,
-                capture=True,
-            ).returncode
-            == 0
-        ),
+        lambda: run(*apply, "-f", flavors, check=False, capture=True).returncode == 0,
         60,
         1,
     )
+
+
+def wait_nodes_ready(kubectl_args: list[str]) -> None:
+    """Until all NODE_COUNT fake nodes are Ready."""
     wait_for(
         f"{NODE_COUNT} Ready nodes",
         lambda: ready_nodes(kubectl_args) == NODE_COUNT,
         120,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# commands
+
+
+def cmd_up(args: argparse.Namespace, started: dict[str, bool] | None = None) -> None:
+    """Start every engine (unless this state dir's cluster is already up), then print status.
+    Sets started["ours"] once it begins creating state, so a failure can be cleaned up."""
+    t0 = time.monotonic()
+    state = load_state()
+    eng = engines_dir()
+    bin_dir = eng / "bin"
+    if reuse_or_clean(args, state, bin_dir / "kubectl"):
+        log("already up")
+        cmd_status(args)
+        return
+
+    if not args.no_build:
+        run("bash", HACK / "build.sh")
+    versions = read_env(HACK / "versions.env")
+    sources = read_env(eng / "sources.env")
+    kwok_dir, kueue_dir = Path(sources["KWOK_DIR"]), Path(sources["KUEUE_DIR"])
+    argo_dir, trainer_dir = Path(sources["ARGO_DIR"]), Path(sources["TRAINER_DIR"])
+
+    if started is not None:
+        started["ours"] = True
+    STATE.mkdir(parents=True, exist_ok=True)
+    state = {"engines": str(eng), "kubeconfig": str(KUBECONFIG), "pids": {}, "ports": {}}
+    save_state(state)
+    kubectl_args = [str(bin_dir / "kubectl"), "--kubeconfig", str(KUBECONFIG)]
+    apply = [
+        *kubectl_args,
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=trainweave-e2e",
+    ]
+
+    start_kube(bin_dir, versions, kwok_dir, state)
+    create_nodes(kubectl_args)
+    install_crds(kubectl_args, apply, kueue_dir, argo_dir, trainer_dir)
+    start_kueue(bin_dir, kueue_dir, apply, state)
+    start_argo(bin_dir, kubectl_args, state)
+    create_flavors(apply)
+    wait_nodes_ready(kubectl_args)
+
     state["up_seconds"] = round(time.monotonic() - t0, 1)
     state["complete"] = True
     save_state(state)
@@ -509,11 +547,6 @@ def cmd_up_or_clean(args: argparse.Namespace) -> None:
             log("up failed: stopping what was started")
             cmd_down(args)
         raise
-
-
-def https_ok_plain(url: str) -> bool:
-    with urllib.request.urlopen(url, timeout=2) as r:
-        return bool(r.status == 200)
 
 
 def ready_nodes(kubectl_args: list[str]) -> int:
