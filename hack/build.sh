@@ -16,7 +16,7 @@ if [[ "${1:-}" == "--print-dir" ]]; then echo "$ENG"; exit 0; fi
 mkdir -p "$BIN" "$ENG/work"
 cp "$VERSIONS" "$ENG/versions.env"
 
-command -v go >/dev/null || { echo "build.sh: go is needed (Go >= 1.26 with the module proxy)" >&2; exit 1; }
+command -v go >/dev/null || { echo "build.sh: \`go\` is not on PATH: install Go >= 1.26 (https://go.dev/dl/) with access to the Go module proxy and put its bin/ on PATH" >&2; exit 1; }
 export CGO_ENABLED=0
 export GOFLAGS="${GOFLAGS:-} -trimpath -buildvcs=false"
 JOBS="${BUILD_JOBS:-2}"

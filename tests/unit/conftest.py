@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 import jsonschema
@@ -18,3 +19,19 @@ def workflow_validator() -> Any:
         ARGO_MODULE, ARGO_VERSION, "manifests/base/crds/full/argoproj.io_workflows.yaml", "v1alpha1"
     )
     return jsonschema.Draft202012Validator(schema)
+
+
+GO_MISSING = """\
+`go` is not on PATH, and {count} of the selected tests need it (marked `schema`: CRD schemas, \
+Argo's expression evaluator and Kubeflow Trainer's framework, all from the pinned Go modules; \
+first: {first}).
+Install Go >= 1.26 (https://go.dev/dl/) with access to the Go module proxy and put its bin/ on \
+PATH, then run again. `pytest -m 'not schema'` runs the tests that do not need Go."""
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Fail the whole run up front, with one message, when Go is missing but needed: otherwise
+    every test that builds or reads a Go module errors on its own (``FileNotFoundError: 'go'``)."""
+    needs_go = [item.nodeid for item in session.items if item.get_closest_marker("schema")]
+    if needs_go and shutil.which("go") is None:
+        raise pytest.UsageError(GO_MISSING.format(count=len(needs_go), first=needs_go[0]))

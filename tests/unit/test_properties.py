@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -57,6 +58,7 @@ def _render(tj: Json, rt: Json) -> list[Json]:
     return argo.render(to_pipeline(parse_trainjob(tj), parse_runtime(rt)))
 
 
+@pytest.mark.schema
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(inputs())
 def test_any_valid_input_renders_a_schema_valid_workflow(
