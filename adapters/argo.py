@@ -5,9 +5,9 @@ Pure. One Workflow per TrainJob attempt, in the TrainJob's namespace:
 - entrypoint DAG ``main``: one task per step (``depends`` = the step's
   ``Complete`` predecessors); each step task runs a DAG template
   ``step-<step>`` with one task per pod (``<job>-<replica>-<index>``);
-- one containerSet template per replicatedJob (one container, keeping the
-  runtime's container name: ``node``, ``dataset-initializer``... as a Job's pod
-  has it; a container template would rename it ``main``), taking ``replica``
+- one containerSet template per replicatedJob (the runtime's containers, keeping
+  their names: ``node``, ``dataset-initializer``... as a Job's pod has them; a
+  container template would rename it ``main``), taking ``replica``
   and ``index`` parameters; its pods carry the step's Kueue pod-group labels
   (queue, group name, total count = pods in the step), trainweave's and
   JobSet's labels, the completion index as label and annotation, and a
@@ -126,10 +126,13 @@ def workflow(pipeline: Pipeline, options: RenderOptions = RenderOptions()) -> Js
 
 
 def _annotations(pipeline: Pipeline) -> dict[str, str]:
-    """maxRestarts, and the shared backoffLimits only the controller can keep."""
+    """maxRestarts, and the retry policies only the controller can keep (shared backoffLimits,
+    pods of several containers)."""
     out = {L.MAX_RESTARTS_ANNOTATION: str(pipeline.max_restarts)}
     shared = {
-        step.name: {job.name: retry.policy_wire(job.retry) for job in step.jobs if job.retry.shared}
+        step.name: {
+            job.name: retry.policy_wire(job.retry) for job in step.jobs if job.retry.by_controller
+        }
         for step in pipeline.steps
     }
     shared = {step: jobs for step, jobs in shared.items() if jobs}
@@ -203,8 +206,7 @@ def pod_template(pipeline: Pipeline, step: Step, job: Job) -> m.Template:
         L.KUEUE_POD_GROUP_TOTAL_COUNT: str(step.pods),
         L.JOB_COMPLETION_INDEX: "{{inputs.parameters.index}}",
     }
-    main = dict(job.main_container)
-    unknown = sorted(set(main) - _CONTAINER_FIELDS)
+    unknown = sorted({key for c in job.containers for key in c} - _CONTAINER_FIELDS)
     if unknown:
         raise InputErrors(
             [
@@ -228,10 +230,12 @@ def pod_template(pipeline: Pipeline, step: Step, job: Job) -> m.Template:
         metadata=m.Metadata(labels=labels, annotations=annotations),
         # A daemon is a plain container template (Argo names its container ``main``): Argo v4.0.7
         # never fulfils a daemoned pod's containerSet child nodes, so its DAG would not end.
-        container=m.Container.model_validate(main) if job.daemon else None,
+        container=m.Container.model_validate(job.main_container) if job.daemon else None,
         container_set=None
         if job.daemon
-        else m.ContainerSetTemplate(containers=[m.ContainerNode.model_validate(main)]),
+        else m.ContainerSetTemplate(
+            containers=[m.ContainerNode.model_validate(c) for c in job.containers]
+        ),
         init_containers=[
             m.UserContainer.model_validate(c) for c in spec.get("initContainers") or []
         ]

@@ -9,8 +9,9 @@ by name (design decision 4):
 - ``backoffLimit``: exact for a one-pod Job. For a multi-pod Job it is a budget
   shared by all pods, which Argo cannot keep (it retries each pod on its own):
   accepted only as 0; unset means Kubernetes' default 6, applied per pod.
-- ``podFailurePolicy``: exit-code rules on the main container and
-  ``DisruptionTarget`` conditions -> the Argo retry expression, rule order kept.
+- ``podFailurePolicy``: exit-code rules (``containerName`` any container or init container
+  of the pod) and ``DisruptionTarget`` conditions -> the Argo retry expression, rule order
+  kept; for a pod of several containers the controller judges them (``RetryPolicy.judged``).
 - ``activeDeadlineSeconds``: the retry backoff's ``maxDuration`` (spans attempts).
 - ``podReplacementPolicy: Failed`` is what Argo does; ``TerminatingOrFailed``,
   ``maxFailedIndexes``, ``successPolicy`` (non-trivial), ``suspend: true``,
@@ -71,9 +72,10 @@ def pods_per_replica(spec: dict[str, Any], path: str) -> tuple[int, list[InputEr
 
 
 def retry_policy(
-    spec: dict[str, Any], pods: int, main_container: str, path: str
+    spec: dict[str, Any], pods: int, containers: list[str], init_containers: list[str], path: str
 ) -> tuple[RetryPolicy, list[InputError]]:
-    """The RetryPolicy of a Job spec with ``pods`` pods, or errors naming the field."""
+    """The RetryPolicy of a Job spec with ``pods`` pods (container and init container names
+    given), or errors naming the field."""
     errors = [
         _err(f"{path}.{key}", f"is not supported: {why}")
         for key, why in _REJECTED.items()
@@ -95,10 +97,18 @@ def retry_policy(
         )
     errors += _success_policy(spec.get("successPolicy"), pods, f"{path}.successPolicy")
     budget, budget_errors = _budget(spec, path)
-    rules, rule_errors = _rules(spec.get("podFailurePolicy"), main_container, path)
+    names = containers + init_containers
+    rules, rule_errors = _rules(spec.get("podFailurePolicy"), names, path)
     deadline = spec.get("activeDeadlineSeconds")
-    shared = pods > 1 and spec.get("backoffLimitPerIndex") is None
-    policy = RetryPolicy(budget, tuple(rules), deadline, shared)
+    per_index = spec.get("backoffLimitPerIndex") is not None
+    policy = RetryPolicy(
+        budget,
+        tuple(rules),
+        deadline,
+        shared=pods > 1 and not per_index,
+        judged=len(containers) > 1,
+        per_index=per_index,
+    )
     return policy, errors + budget_errors + rule_errors
 
 
@@ -115,7 +125,7 @@ def _budget(spec: dict[str, Any], path: str) -> tuple[int, list[InputError]]:
 
 
 def _rules(
-    policy: dict[str, Any] | None, main: str, path: str
+    policy: dict[str, Any] | None, containers: list[str], path: str
 ) -> tuple[list[ExitCodeRule], list[InputError]]:
     if not policy:
         return [], []
@@ -133,11 +143,13 @@ def _rules(
         if "onExitCodes" in rule:
             codes = rule["onExitCodes"]
             container = codes.get("containerName")
-            if container not in (None, main):
+            if container is not None and container not in containers:
                 errors.append(
-                    _err(
+                    InputError(
                         f"{where}.onExitCodes.containerName",
-                        f"must be the main container {main!r}: Argo reports only its exit code",
+                        "must name a container or init container of the pod"
+                        f" ({', '.join(containers)})",
+                        reason=Reason.INVALID_RUNTIME,
                     )
                 )
             operator = codes.get("operator")
@@ -145,7 +157,7 @@ def _rules(
                 errors.append(_err(f"{where}.onExitCodes.operator", "must be In or NotIn"))
                 continue
             values = tuple(int(v) for v in codes.get("values") or [])
-            rules.append(ExitCodeRule(action, operator, values))
+            rules.append(ExitCodeRule(action, operator, values, container=container))
         elif "onPodConditions" in rule:
             for j, cond in enumerate(rule["onPodConditions"]):
                 if cond.get("type") != "DisruptionTarget" or cond.get("status", "True") != "True":

@@ -17,6 +17,11 @@ as a Job's podFailurePolicy matches only terminated containers.
 
 - podFailurePolicy rules become a ternary chain in rule order (first match
   wins): ``FailJob`` -> false, ``Ignore`` -> true, ``Count`` -> budget check;
+  a rule's ``containerName`` must lead the message;
+- a pod of several containers (``RetryPolicy.judged``): the message names one of
+  them, so the pod retries up to ``limit`` with no expression and the controller
+  judges each failed attempt by every container's exit code (``judge``, the Job
+  controller's ``matchPodFailurePolicy``) and stops the step;
 - no rule matched -> ``Count``: ``asInt(retries) < budget``;
 - a disrupted pod is retried without counting (unless a ``DisruptionTarget`` rule says
   otherwise), so a preempted step comes back, as a Kueue-suspended Job's pods never count: a node
@@ -29,6 +34,8 @@ as a Job's podFailurePolicy matches only terminated containers.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from trainweave.adapters.hera_models import models as m
@@ -41,9 +48,13 @@ REQUEUE_ALLOWANCE = 10
 EXIT_CODE_MESSAGE = "^[^:]+: [^(]*[(]exit code ({codes})[)]"
 
 
-def exit_code_in(codes: str) -> str:
-    """expr-lang test: the last attempt's failed container exited with one of ``codes`` (regexp)."""
-    return f"lastRetry.message matches '{EXIT_CODE_MESSAGE.format(codes=codes)}'"
+def exit_code_in(codes: str, container: str | None = None) -> str:
+    """expr-lang test: the last attempt's failed container (``container`` if named: a DNS
+    label, no regexp metacharacters) exited with one of ``codes`` (regexp)."""
+    pattern = EXIT_CODE_MESSAGE.format(codes=codes)
+    if container is not None:
+        pattern = pattern.replace("[^:]+", container, 1)
+    return f"lastRetry.message matches '{pattern}'"
 
 
 # A disrupted pod: Argo marks a vanished pod (or one that failed before main started) Error; a pod
@@ -53,7 +64,7 @@ _DISRUPTED = f"lastRetry.status == 'Error' || {exit_code_in('143')}"
 
 def retry_strategy(policy: RetryPolicy) -> m.RetryStrategy:
     """The Argo retryStrategy of one (non-daemon) pod task."""
-    expression = retry_expression(policy)
+    expression = None if policy.judged else retry_expression(policy)
     backoff = m.Backoff(
         duration="10s",
         factor=m.IntOrString(2),
@@ -79,46 +90,92 @@ def retry_expression(policy: RetryPolicy) -> str:
     return expr
 
 
-def counts(policy: RetryPolicy, phase: str, exit_code: int | None) -> bool:
-    """Whether one failed pod attempt counts against the Job's backoffLimit: the same
-    decision ``retry_expression`` makes, in Python (for a budget the controller keeps)."""
-    disrupted = phase == "Error" or exit_code == 143
-    for rule in policy.rules:
+@dataclass(frozen=True)
+class Judgement:
+    """What a Job's podFailurePolicy does with one failed pod attempt: ``action`` is
+    ``FailJob``, ``Ignore`` or ``Count``; ``rule`` the matching rule's index (None: no rule
+    matched, or a disruption retried uncounted); ``container``/``exit_code`` what matched."""
+
+    action: str
+    rule: int | None = None
+    container: str = ""
+    exit_code: int | None = None
+
+
+def judge(policy: RetryPolicy, phase: str, exits: Sequence[tuple[str, int]]) -> Judgement:
+    """The decision ``retry_expression`` makes, from every container's exit code (``exits``:
+    ``(container, code)`` of the attempt's terminated containers, as the pod status lists
+    them), as k8s.io/kubernetes pkg/controller/job/pod_failure_policy.go matches rules.
+
+    Argo stops a containerSet pod's other containers once one fails (SIGTERM): their 143 is
+    Argo's, not the workload's, so it is ignored next to another failure. A disrupted attempt
+    (node ``Error``, or only 143s) is retried uncounted unless a rule names disruption.
+    """
+    failed = [(c, code) for c, code in exits if code != 0]
+    disrupted = phase == "Error" or (bool(failed) and all(code == 143 for _, code in failed))
+    if any(code != 143 for _, code in failed):
+        failed = [(c, code) for c, code in failed if code != 143]
+    if disrupted and not any(rule.disruption for rule in policy.rules):
+        return Judgement("Ignore")
+    for i, rule in enumerate(policy.rules):
         if rule.disruption:
-            hit = disrupted
-        elif exit_code is None:
-            hit = False
-        else:
-            hit = (exit_code in rule.values) == (rule.operator == "In")
-        if hit:
-            return rule.action != "Ignore"
-    return not disrupted or any(rule.disruption for rule in policy.rules)
+            if disrupted:
+                return Judgement(rule.action, i)
+            continue
+        for container, code in failed:
+            if rule.container in (None, container) and (code in rule.values) == (
+                rule.operator == "In"
+            ):
+                return Judgement(rule.action, i, container, code)
+    return Judgement("Count")
+
+
+def counts(policy: RetryPolicy, phase: str, exits: Sequence[tuple[str, int]]) -> bool:
+    """Whether one failed pod attempt counts against the Job's backoffLimit."""
+    return judge(policy, phase, exits).action != "Ignore"
 
 
 def policy_wire(policy: RetryPolicy) -> Json:
-    """The budget and rules ``counts`` needs, as JSON (the Workflow annotation)."""
+    """The budget and rules ``judge`` needs, as JSON (the Workflow annotation)."""
     return {
         "backoffLimit": policy.budget,
-        "rules": [[r.action, r.operator, list(r.values), r.disruption] for r in policy.rules],
+        "rules": [
+            [r.action, r.operator, list(r.values), r.disruption, r.container] for r in policy.rules
+        ],
+        "shared": policy.shared,
+        "judged": policy.judged,
+        "perIndex": policy.per_index,
     }
 
 
 def policy_of_wire(wire: Json) -> RetryPolicy:
-    """``policy_wire``'s inverse (a shared budget)."""
+    """``policy_wire``'s inverse (a Workflow written before ``shared`` was recorded: shared)."""
     rules = tuple(
-        ExitCodeRule(str(a), str(o), tuple(int(v) for v in vals), bool(d))
-        for a, o, vals, d in wire.get("rules") or []
+        ExitCodeRule(
+            str(rule[0]),
+            str(rule[1]),
+            tuple(int(v) for v in rule[2]),
+            bool(rule[3]),
+            str(rule[4]) if len(rule) > 4 and rule[4] is not None else None,
+        )
+        for rule in wire.get("rules") or []
     )
-    return RetryPolicy(int(wire.get("backoffLimit", 0)), rules, shared=True)
+    return RetryPolicy(
+        int(wire.get("backoffLimit", 0)),
+        rules,
+        shared=bool(wire.get("shared", True)),
+        judged=bool(wire.get("judged", False)),
+        per_index=bool(wire.get("perIndex", False)),
+    )
 
 
 def _condition(rule: ExitCodeRule) -> str:
     if rule.disruption:
         return _DISRUPTED
-    test = exit_code_in("|".join(str(v) for v in rule.values))
+    test = exit_code_in("|".join(str(v) for v in rule.values), rule.container)
     if rule.operator == "In":
         return test
-    return f"{exit_code_in('[0-9]+')} && not ({test})"
+    return f"{exit_code_in('[0-9]+', rule.container)} && not ({test})"
 
 
 def _outcome(action: str, count: str) -> str:

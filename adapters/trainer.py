@@ -95,9 +95,21 @@ def to_pipeline(
             KUEUE_PRIORITY_CLASS
         )
         steps.append(Step(shape.name, shape.role, step_jobs, queue, shape.depends_on, priority))
+    steps = _with_daemons(steps, spec)
+    index = {rj.name: i for i, rj in enumerate(rjobs)}
+    errors += [
+        InputError(
+            f"{_RJ}[{index[job.name]}].template.spec.template.spec.containers",
+            "must hold exactly one container in a job that keeps running while the"
+            " successPolicy target ends (an Argo daemon: Argo v4.0.7 runs it as one container)",
+            reason=Reason.UNSUPPORTED_FIELD,
+        )
+        for step in steps
+        for job in step.jobs
+        if job.daemon and len(job.containers) > 1
+    ]
     if errors:
         raise InputErrors(errors)
-    steps = _with_daemons(steps, spec)
     net = spec.template.spec.network
     service = None
     if net is None or net.enable_dns_hostnames is not False:
@@ -142,17 +154,15 @@ def _job(
     pod_template.setdefault("metadata", {})
     containers = pod_spec.get("containers") or []
     errors: list[InputError] = []
-    if len(containers) != 1:
+    if not containers:
         errors.append(
             InputError(
                 f"{path}.template.spec.containers",
-                f"must hold exactly one container, got {len(containers)}: trainweave runs one"
-                " container per step pod; put helpers in initContainers with restartPolicy:"
-                " Always (native sidecars)",
-                reason=Reason.UNSUPPORTED_FIELD,
+                "must hold at least one container",
+                reason=Reason.INVALID_RUNTIME,
             )
         )
-        containers = containers or [{"name": "main", "image": "invalid"}]
+        containers = [{"name": "main", "image": "invalid"}]
         pod_spec["containers"] = containers
     for key in ("ephemeralContainers", "nodeName"):
         if key in pod_spec:
@@ -171,7 +181,6 @@ def _job(
         ctx.spec.ml_policy and ctx.spec.ml_policy.mpi and rjob.name == "node"
     ):
         pods, count_errors = ctx.num_nodes, []
-    main = containers[0]
     _apply_trainjob(ctx, policy, rjob.name, ancestor, pod_spec)
     mpi_pods = policy.enforce(ctx, rjob.name, ancestor, pod_spec)
     _apply_trainer_env(ctx, rjob.name, ancestor, pod_spec)
@@ -180,7 +189,11 @@ def _job(
     _add_claim_volumes(ctx, pod_spec)
     _quantities_as_strings(pod_spec)
     retry, retry_errors = jobspec.retry_policy(
-        job_spec, pods * replicas, main.get("name", ""), path
+        job_spec,
+        pods * replicas,
+        [str(c.get("name", "")) for c in pod_spec["containers"]],
+        [str(c.get("name", "")) for c in pod_spec.get("initContainers") or []],
+        path,
     )
     if pod_spec.get("restartPolicy") == "Always":
         errors.append(

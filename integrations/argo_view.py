@@ -9,7 +9,9 @@ read from the last attempt's Pod node, never from the Retry parent: its
 ``outputs.exitCode`` when set (argo ``operator.go getExitCode`` copies it only
 from a container named ``main``), else the ``(exit code N)`` of its message
 (``inferFailedReason``: ``<container>: <reason> (exit code N)...``), which is
-where a containerSet pod's code is. ``status.compressedNodes`` is
+where a containerSet pod's code is; every container's code of a failed attempt
+comes from its ``Container`` child nodes ``<pod node>.<container>`` (operator.go
+podReconciliation marks them from the pod's container statuses). ``status.compressedNodes`` is
 base64(gzip(JSON)) (argo ``util/file/fileutil.go``: gzip or pgzip, both gzip
 streams; v4.0.7 has no other codec); offloaded nodes
 (``offloadNodeStatusVersion``) live in Argo's database and are reported as
@@ -26,7 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainweave import labels
+from trainweave.adapters import retry
 from trainweave.adapters.retry import EXIT_CODE_MESSAGE
+from trainweave.model import RetryPolicy
 
 Json = dict[str, Any]
 
@@ -37,10 +41,24 @@ WORKFLOW_LABEL = "workflows.argoproj.io/workflow"
 # v1.36 pkg/controller/job/job_controller.go: batch.JobReasonBackoffLimitExceeded).
 BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
 MSG_BACKOFF_LIMIT = "Job has reached the specified backoff limit"
+# ... when a backoffLimitPerIndex is spent, and when a FailJob rule matched (the Job's podFailurePolicy
+# message, pod_failure_policy.go matchPodFailurePolicy, names the pod slot here)
+FAILED_INDEXES = "FailedIndexes"
+MSG_FAILED_INDEXES = "Job has failed indexes"
+POD_FAILURE_POLICY = "PodFailurePolicy"
 
 
 ATTEMPT_SUFFIX = re.compile(r"\((\d+)\)$")  # a retried Pod node's ``(N)``
 _MESSAGE_EXIT_CODE = re.compile(EXIT_CODE_MESSAGE.format(codes="[0-9]+"))
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One failed attempt of a pod slot: its node phase and ``(container, exit code)`` of
+    its terminated containers."""
+
+    phase: str
+    exits: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -52,7 +70,18 @@ class PodResult:
     exit_code: int | None
     message: str
     attempts: int
-    failures: tuple[tuple[str, int | None], ...] = ()  # (phase, exit code) of failed attempts
+    failures: tuple[Attempt, ...] = ()  # the failed attempts, in order
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A job the controller fails as its Job would: ``reason`` and ``message`` are the Job
+    controller's Failed condition."""
+
+    step: str
+    job: str
+    reason: str
+    message: str
 
 
 @dataclass(frozen=True)
@@ -104,19 +133,30 @@ class WorkflowView:
 
     @property
     def backoff_job(self) -> str:
-        """The job whose shared backoffLimit the controller found spent ("" if none)."""
+        """The job the controller stopped this Workflow for ("" if none)."""
         head, _, job = self.stopped_for.partition("/")
-        return job if head == labels.STOPPED_FOR_BACKOFF else ""
+        stopped = head in (labels.STOPPED_FOR_JOB_FAILED, labels.STOPPED_FOR_JOB_FAILED_OLD)
+        return job if stopped else ""
+
+    def verdict(self) -> Verdict | None:
+        """The first job the Job controller would fail now, by the retry policies only the
+        controller keeps (``backoff_limits``): a FailJob rule matched by any container, or
+        counted failures past the budget (the step's pods together when shared, else per pod)."""
+        for step, jobs in self.backoff_limits.items():
+            view_ = self.steps.get(step)
+            for job, wire in jobs.items():
+                found = _verdict(step, job, retry.policy_of_wire(wire), view_)
+                if found is not None:
+                    return found
+        return None
 
     def failure(self) -> tuple[str, str]:
         """``(step, message)`` naming the step that failed and its exit code."""
-        if self.backoff_job:
-            owner = next(
-                (s for s, jobs in self.backoff_limits.items() if self.backoff_job in jobs), ""
-            )
-            return owner, (
-                f"step {owner!r} failed: job {self.backoff_job!r}: {BACKOFF_LIMIT_EXCEEDED}:"
-                f" {MSG_BACKOFF_LIMIT}"
+        verdict = self.verdict() if self.backoff_job else None
+        if verdict is not None:
+            return verdict.step, (
+                f"step {verdict.step!r} failed: job {verdict.job!r}: {verdict.reason}:"
+                f" {verdict.message}"
             )
         for step in self.steps.values():
             if step.phase not in FAILED:
@@ -129,6 +169,36 @@ class WorkflowView:
             tail = f" ({detail})" if detail else ""
             return step.name, f"step {step.name!r} failed: pod {pod.slot!r} exited{code}{tail}"
         return "", f"workflow {self.name} {self.phase}: {self.message}".rstrip(": ")
+
+
+def _verdict(step: str, job: str, policy: RetryPolicy, view_: StepView | None) -> Verdict | None:
+    counted: dict[str, int] = {}
+    for pod in view_.pods if view_ else ():
+        if not re.fullmatch(rf"{re.escape(job)}-\d+-\d+", pod.slot):
+            continue
+        for attempt in pod.failures:
+            judged = retry.judge(policy, attempt.phase, attempt.exits)
+            if judged.action == "FailJob":
+                what = (
+                    f"Container {judged.container} for pod {pod.slot} failed with exit code"
+                    f" {judged.exit_code}"
+                    if judged.container
+                    else f"Pod {pod.slot} has condition DisruptionTarget"
+                )
+                return Verdict(
+                    step,
+                    job,
+                    POD_FAILURE_POLICY,
+                    f"{what} matching FailJob rule at index {judged.rule}",
+                )
+            if judged.action == "Count":
+                counted[pod.slot] = counted.get(pod.slot, 0) + 1
+    spent = sum(counted.values()) if policy.shared else max(counted.values(), default=0)
+    if spent <= policy.budget:
+        return None
+    if policy.per_index:
+        return Verdict(step, job, FAILED_INDEXES, MSG_FAILED_INDEXES)
+    return Verdict(step, job, BACKOFF_LIMIT_EXCEEDED, MSG_BACKOFF_LIMIT)
 
 
 def decode_nodes(status: Json) -> dict[str, Json] | None:
@@ -214,7 +284,7 @@ def _steps(wf: str, nodes: dict[str, Json]) -> dict[str, StepView]:
 
 def _pods(prefix: str, by_name: dict[str, Json]) -> tuple[PodResult, ...]:
     last: dict[str, tuple[int, Json]] = {}
-    failures: dict[str, list[tuple[int, str, int | None]]] = {}
+    failures: dict[str, list[tuple[int, Attempt]]] = {}
     for node_name, node in by_name.items():
         if node.get("type") != "Pod" or not node_name.startswith(prefix):
             continue
@@ -225,7 +295,8 @@ def _pods(prefix: str, by_name: dict[str, Json]) -> tuple[PodResult, ...]:
             last[slot] = (index, node)
         phase = str(node.get("phase") or "")
         if phase in FAILED:
-            failures.setdefault(slot, []).append((index, phase, exit_code(node)))
+            attempt = Attempt(phase, _exits(node_name, node, by_name))
+            failures.setdefault(slot, []).append((index, attempt))
     results = []
     for slot, (index, node) in sorted(last.items()):
         results.append(
@@ -235,7 +306,7 @@ def _pods(prefix: str, by_name: dict[str, Json]) -> tuple[PodResult, ...]:
                 exit_code=exit_code(node),
                 message=str(node.get("message") or ""),
                 attempts=index + 1,
-                failures=tuple((p, c) for _, p, c in sorted(failures.get(slot, []))),
+                failures=tuple(a for _, a in sorted(failures.get(slot, []), key=lambda f: f[0])),
             )
         )
     return tuple(results)
@@ -246,13 +317,39 @@ def workflow_of(pod: Json) -> str:
     return str(((pod.get("metadata") or {}).get("labels") or {}).get(WORKFLOW_LABEL, ""))
 
 
+def _exits(name: str, node: Json, by_name: dict[str, Json]) -> tuple[tuple[str, int], ...]:
+    """``(container, exit code)`` of a Pod node's terminated containers: its Container child
+    nodes (a containerSet pod), plus the container its failure message names (an init
+    container has no child node), else ``main``'s ``outputs.exitCode``."""
+    out: dict[str, int] = {}
+    prefix = name + "."
+    for child_name, child in by_name.items():
+        if child.get("type") != "Container" or not child_name.startswith(prefix):
+            continue
+        container = child_name[len(prefix) :]
+        if child.get("phase") == "Succeeded":
+            out[container] = 0
+        elif (code := _message_code(child)) is not None:
+            out[container] = code
+    message = str(node.get("message") or "")
+    if (code := _message_code(node)) is not None:
+        out.setdefault(message.partition(":")[0], code)
+    elif not out and (code := exit_code(node)) is not None:
+        out["main"] = code
+    return tuple(out.items())
+
+
+def _message_code(node: Json) -> int | None:
+    match = _MESSAGE_EXIT_CODE.match(str(node.get("message") or ""))
+    return int(match.group(1)) if match else None
+
+
 def exit_code(node: Json) -> int | None:
     """A Pod node's exit code: ``outputs.exitCode``, else the one its failure message names."""
     code = (node.get("outputs") or {}).get("exitCode")
     if code not in (None, ""):
         return int(code)
-    match = _MESSAGE_EXIT_CODE.match(str(node.get("message") or ""))
-    return int(match.group(1)) if match else None
+    return _message_code(node)
 
 
 def _template_steps(workflow: Json) -> list[str]:

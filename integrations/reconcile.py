@@ -20,13 +20,11 @@ Prometheus observations owed, and when to look again. Lifecycle (docs/controller
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from trainweave import labels
-from trainweave.adapters import retry
 from trainweave.integrations import api, quota
 from trainweave.integrations.argo_view import (
     FAILED,
@@ -175,28 +173,10 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Plan) -> None:
         out.requests.append(_attempts(ns, name, prog.attempt + 2))
         out.start = Start(prog.attempt + 1, 0, frozenset(), False)
         return
-    spent = spent_backoff(latest)
-    if spent and not latest.terminal and not latest.shutdown:
-        out.requests.append(_stop(ns, latest, f"{labels.STOPPED_FOR_BACKOFF}/{spent}"))
-
-
-def spent_backoff(wf: WorkflowView) -> str:
-    """The first job whose pods' counted failures exceed its shared backoffLimit ("" if none):
-    a Job fails on its (backoffLimit + 1)-th counted pod failure, whichever pods they were."""
-    for step, jobs in wf.backoff_limits.items():
-        view_ = wf.steps.get(step)
-        for job, wire in jobs.items():
-            policy = retry.policy_of_wire(wire)
-            failed = sum(
-                1
-                for pod in (view_.pods if view_ else ())
-                if re.fullmatch(rf"{re.escape(job)}-\d+-\d+", pod.slot)
-                for phase, code in pod.failures
-                if retry.counts(policy, phase, code)
-            )
-            if failed > policy.budget:
-                return job
-    return ""
+    verdict = latest.verdict()
+    if verdict and not latest.terminal and not latest.shutdown:
+        stopped_for = f"{labels.STOPPED_FOR_JOB_FAILED}/{verdict.job}"
+        out.requests.append(_stop(ns, latest, stopped_for))
 
 
 def _live_groups(obs: Observed, wf: WorkflowView) -> list[str]:

@@ -26,10 +26,14 @@ STOPPED_FOR = (
     "trainweave.io/stopped-for"  # why the controller stopped a Workflow: suspend | deadline
 )
 MAX_RESTARTS_ANNOTATION = "trainweave.io/max-restarts"  # JobSet maxRestarts, on the Workflow
-# JSON {step: {job: {backoffLimit, rules}}}: Job backoffLimits shared by a step's pods, on the
-# Workflow; only the controller keeps them (Argo retries each pod on its own)
+# JSON {step: {job: {backoffLimit, rules, shared, judged, perIndex}}}: the Job retry policies only
+# the controller keeps (a backoffLimit shared by a step's pods, pods of several containers), on
+# the Workflow (Argo retries each pod on its own and sees one container's exit code)
 BACKOFF_LIMITS_ANNOTATION = "trainweave.io/backoff-limits"
-STOPPED_FOR_BACKOFF = "backoff-limit"  # stopped-for value prefix: "backoff-limit/<job>"
+# stopped-for value prefix "job-failed/<job>": the controller failed the job as its Job would
+# (backoffLimit spent, a FailJob rule); "backoff-limit/<job>" is what trainweave 0.x before it wrote
+STOPPED_FOR_JOB_FAILED = "job-failed"
+STOPPED_FOR_JOB_FAILED_OLD = "backoff-limit"
 
 # --- Kueue (plain-pod groups) ------------------------------------------------
 KUEUE_QUEUE_NAME = "kueue.x-k8s.io/queue-name"

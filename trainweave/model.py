@@ -30,13 +30,15 @@ class ExitCodeRule:
     the budget) or ``Count`` (retry while the budget lasts). ``operator`` is
     ``In`` or ``NotIn`` over ``values``. ``disruption`` marks an
     ``onPodConditions: DisruptionTarget`` rule (pod deleted, e.g. by Kueue
-    preemption) instead of exit codes.
+    preemption) instead of exit codes. ``container``: ``onExitCodes.containerName`` (None:
+    any container).
     """
 
     action: str
     operator: str = "In"
     values: tuple[int, ...] = ()
     disruption: bool = False
+    container: str | None = None
 
 
 @dataclass(frozen=True)
@@ -47,13 +49,23 @@ class RetryPolicy:
     ``deadline_seconds`` the Job's activeDeadlineSeconds (spans all attempts);
     ``shared``: ``budget`` is the Job's ``backoffLimit``, shared by all its pods (Argo
     retries each pod up to it; the controller stops the step once the pods' counted
-    failures together exceed it).
+    failures together exceed it); ``judged``: the pod has several containers and Argo's
+    node message names one, so the controller judges each failed attempt by every
+    container's exit code (Argo retries up to the limit; the controller stops the step).
+    ``per_index``: the budget is ``backoffLimitPerIndex``.
     """
 
     budget: int
     rules: tuple[ExitCodeRule, ...] = ()
     deadline_seconds: int | None = None
     shared: bool = False
+    judged: bool = False
+    per_index: bool = False
+
+    @property
+    def by_controller(self) -> bool:
+        """The controller, not Argo alone, keeps this policy (shared budget or judged pods)."""
+        return self.shared or self.judged
 
 
 @dataclass(frozen=True)
@@ -79,10 +91,15 @@ class Job:
         return self.replicas * self.pods_per_replica
 
     @property
-    def main_container(self) -> JsonDict:
-        """The pod's only container (validated to be exactly one)."""
+    def containers(self) -> list[JsonDict]:
+        """The pod's containers, in the runtime's order (at least one)."""
         containers: list[JsonDict] = self.pod_template["spec"]["containers"]
-        return containers[0]
+        return containers
+
+    @property
+    def main_container(self) -> JsonDict:
+        """The pod's first container (its only one in most runtimes)."""
+        return self.containers[0]
 
 
 @dataclass(frozen=True)

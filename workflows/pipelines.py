@@ -37,9 +37,13 @@ INITIALIZER_RESOURCES: Mapping[str, Any] = {"requests": {"cpu": "4", "memory": "
 EXPORTER_RESOURCES: Mapping[str, Any] = {"requests": {"cpu": "8", "memory": "64Gi"}}
 TRAINER_RETRY = RetryPolicy(
     2,
-    (ExitCodeRule("FailJob", "In", (1, 2)), ExitCodeRule("Ignore", disruption=True)),
+    (
+        ExitCodeRule("FailJob", "In", (1, 2), container="node"),
+        ExitCodeRule("Ignore", disruption=True),
+    ),
 )
-"""Two retries per node; exit codes 1 and 2 fail at once; preemption is not counted."""
+"""Two retries per node; exit codes 1 and 2 of ``node`` fail at once; preemption is not
+counted."""
 
 
 def llm_finetune_pipeline(

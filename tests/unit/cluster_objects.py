@@ -71,13 +71,15 @@ def owner(uid: str = UID) -> list[Json]:
 
 @dataclass
 class Pod:
-    """One pod attempt of a step: phase and exit code."""
+    """One pod attempt of a step: phase and exit code (``main``'s), or its containerSet
+    containers' exit codes (Argo's Container child nodes)."""
 
     slot: str
     phase: str
     code: int | None = None
     attempt: int = 0
     message: str = ""
+    containers: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -143,6 +145,14 @@ def workflow(
             if pod.message:
                 node["message"] = pod.message
             nodes[pid] = node
+            for ctr, code in pod.containers:
+                nodes[f"{pid}-{ctr}"] = {
+                    "id": f"{pid}-{ctr}",
+                    "name": f"{node['name']}.{ctr}",
+                    "type": "Container",
+                    "phase": "Succeeded" if code == 0 else "Failed",
+                    **({"message": f"{ctr}: Error (exit code {code}): "} if code else {}),
+                }
         templates.append(
             {
                 "name": rjob,

@@ -28,7 +28,22 @@ from trainweave.model import ExitCodeRule, RetryPolicy
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
 Json = dict[str, Any]
-SHARED = {"node": {"node": {"backoffLimit": 2, "rules": []}}}
+
+
+def wire(
+    limit: int, *, shared: bool = True, judged: bool = False, rules: list[Any] | None = None
+) -> Json:
+    """One job's entry of the ``trainweave.io/backoff-limits`` annotation."""
+    return {
+        "backoffLimit": limit,
+        "rules": rules or [],
+        "shared": shared,
+        "judged": judged,
+        "perIndex": False,
+    }
+
+
+SHARED = {"node": {"node": wire(2)}}
 
 
 def rendered(backoff: dict[str, Any], nodes: int) -> Json:
@@ -41,8 +56,8 @@ def rendered(backoff: dict[str, Any], nodes: int) -> Json:
 @pytest.mark.parametrize(
     ("backoff", "nodes", "want"),
     [
-        ({"backoffLimit": 2}, 2, {"node": {"node": {"backoffLimit": 2, "rules": []}}}),
-        ({}, 2, {"node": {"node": {"backoffLimit": 6, "rules": []}}}),
+        ({"backoffLimit": 2}, 2, {"node": {"node": wire(2)}}),
+        ({}, 2, {"node": {"node": wire(6)}}),
         ({"backoffLimit": 2}, 1, None),
         ({"backoffLimitPerIndex": 1, "completionMode": "Indexed"}, 2, None),
     ],
@@ -89,7 +104,7 @@ def test_which_failures_count(
     """As the retry expression: disruptions uncounted unless a DisruptionTarget rule says so,
     Ignore rules uncounted, every other failure counted."""
     policy = RetryPolicy(2, rules, shared=True)
-    assert retry.counts(policy, phase, code) is counted
+    assert retry.counts(policy, phase, [] if code is None else [("node", code)]) is counted
     assert retry.policy_of_wire(retry.policy_wire(policy)) == policy
 
 
@@ -129,14 +144,29 @@ def test_the_third_counted_failure_of_the_step_stops_it(pods: list[Pod], stopped
     stops = [r for r in plan.requests if (r.body or {}).get("spec", {}).get("shutdown")]
     assert bool(stops) is stopped
     if stopped:
-        assert stops[0].body["metadata"]["annotations"][L.STOPPED_FOR] == "backoff-limit/node"
+        assert stops[0].body["metadata"]["annotations"][L.STOPPED_FOR] == "job-failed/node"
 
 
 def test_stopped_step_fails_the_trainjob_with_backoff_limit_exceeded() -> None:
     pods = [Pod("node-0-0", "Failed", 1), Pod("node-0-1", "Failed", 1),
             Pod("node-0-0", "Failed", 1, attempt=1), Pod("node-0-1", "Failed", 143, attempt=1)]  # fmt: skip
-    wf = running(pods, phase="Failed", shutdown="Stop", stopped_for="backoff-limit/node")
+    wf = running(pods, phase="Failed", shutdown="Stop", stopped_for="job-failed/node")
     assert view(wf).backoff_job == "node"
+    assert (
+        view(
+            {
+                **wf,
+                "metadata": {
+                    **wf["metadata"],
+                    "annotations": {
+                        **wf["metadata"]["annotations"],
+                        L.STOPPED_FOR: "backoff-limit/node",
+                    },
+                },
+            }
+        ).backoff_job
+        == "node"
+    )
     status = rollup(Observed(started(), (wf,)), NOW)
     failed = [c for c in status.conditions if c["type"] == "Failed"]
     assert [(c["status"], c["reason"]) for c in failed] == [("True", "FailedJobs")]
@@ -148,6 +178,6 @@ def test_stopped_step_fails_the_trainjob_with_backoff_limit_exceeded() -> None:
 
 def test_stopping_workflow_is_not_yet_a_failure() -> None:
     pods = [Pod("node-0-0", "Failed", 1), Pod("node-0-1", "Running")]
-    wf = running(pods, shutdown="Stop", stopped_for="backoff-limit/node")
+    wf = running(pods, shutdown="Stop", stopped_for="job-failed/node")
     status = rollup(Observed(started(), (wf,)), NOW)
     assert not [c for c in status.conditions if c["type"] == "Failed"]

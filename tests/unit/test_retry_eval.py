@@ -112,3 +112,19 @@ def test_argo_evaluates_our_expression_as_the_job_would(
     retry: bool,
 ) -> None:
     assert evaluate(retry_expression(POLICY), retries, status, message) is retry
+
+
+@pytest.mark.parametrize(
+    ("message", "retry"),
+    [
+        pytest.param(failed(1, "node"), False, id="named-container-matches"),
+        pytest.param(failed(1, "fetch-weights"), True, id="other-container-does-not"),
+        pytest.param(failed(1, "nodes"), True, id="name-is-not-a-prefix-match"),
+    ],
+)
+def test_container_name_leads_the_message(
+    evaluate: Callable[[str, int, str, str], bool], message: str, retry: bool
+) -> None:
+    """``onExitCodes.containerName``: only the named container's exit code matches."""
+    policy = RetryPolicy(2, (ExitCodeRule("FailJob", "In", (1,), container="node"),))
+    assert evaluate(retry_expression(policy), 0, "Failed", message) is retry
