@@ -36,8 +36,12 @@ linktree:
 	for f in trainweave/*; do ln -s "$$PWD/$$f" .cache/typecheck/trainweave/; done
 	for d in adapters integrations workflows; do ln -s "$$PWD/$$d" .cache/typecheck/trainweave/$$d; done
 
+# hack/ and benchmarks/ are scripts, not packages (cluster.py imports engine_config as a sibling):
+# checked as files, in a second run (mypy takes either -p or files).
 typecheck: venv linktree
 	cd .cache/typecheck && ../../$(VENV)/bin/mypy --config-file ../../pyproject.toml -p trainweave
+	cd .cache/typecheck && ../../$(VENV)/bin/mypy --config-file ../../pyproject.toml \
+	  $(addprefix ../../,$(wildcard hack/*.py benchmarks/*.py))
 
 ## Render throughput vs targets (first run creates ~/.cache/trainweave/bench-venv with kfp 2.17.3).
 bench: venv

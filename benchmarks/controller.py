@@ -131,12 +131,12 @@ class Watcher:
 
     def _loop(self, group: str, version: str, plural: str, fn: Any) -> None:
         while not self.stop.is_set():
-            w = watch.Watch()
-            for ev in w.stream(self.custom.list_namespaced_custom_object, group, version,
+            w = watch.Watch()  # type: ignore[no-untyped-call]
+            for ev in w.stream(self.custom.list_namespaced_custom_object, group, version,  # type: ignore[no-untyped-call]
                                self.ns, plural, timeout_seconds=60):  # fmt: skip
                 fn(ev["object"], time.monotonic())
                 if self.stop.is_set():
-                    w.stop()
+                    w.stop()  # type: ignore[no-untyped-call]
                     break
 
     def on_wf(self, obj: Json, t: float) -> None:
@@ -223,11 +223,12 @@ def main() -> int:
     args = ap.parse_args()
     n = args.trainjobs
     cfg = client.Configuration()
-    config.load_kube_config(config_file=args.kubeconfig, client_configuration=cfg)
+    config.load_kube_config(config_file=args.kubeconfig, client_configuration=cfg)  # type: ignore[no-untyped-call]
     api = client.ApiClient(cfg)
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
     ns = f"bench-{uuid.uuid4().hex[:6]}"
-    core.create_namespace({"metadata": {"name": ns, "labels": {"trainweave.test/e2e": "true"}}})
+    labels = {"trainweave.test/e2e": "true"}
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns, labels=labels)))
     for q in queues(ns, n):
         plural = "clusterqueues" if q["kind"] == "ClusterQueue" else "localqueues"
         if q["kind"] == "ClusterQueue":

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -96,7 +96,7 @@ KFP_SCRIPT = textwrap.dedent(
 
 def hera_three_steps() -> None:
     """Hera alone: build and serialise a 3-step initializer -> trainer -> exporter DAG (reference)."""
-    from hera.workflows import DAG, Container, Resources, Workflow
+    from hera.workflows import DAG, Container, Resources, Task, Workflow
 
     with Workflow(name="ref", namespace="ml", entrypoint="main") as w:
         init = Container(name="init", image="init:1", command=["init"])
@@ -105,7 +105,10 @@ def hera_three_steps() -> None:
         )
         export = Container(name="export", image="export:1", command=["export"])
         with DAG(name="main"):
-            init() >> train() >> export()
+            # in a DAG, calling a template adds a Task (Hera types the call None | Step | Task)
+            init_task, train_task, export_task = (cast(Task, t()) for t in (init, train, export))
+            init_task >> train_task
+            train_task >> export_task
     w.to_dict()
 
 

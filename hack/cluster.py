@@ -25,7 +25,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 from engine_config import (
@@ -56,7 +56,7 @@ def log(msg: str) -> None:
     print(f"cluster: {msg}", flush=True)
 
 
-def die(msg: str) -> None:
+def die(msg: str) -> NoReturn:
     print(f"cluster: ERROR: {msg}", file=sys.stderr, flush=True)
     sys.exit(1)
 
