@@ -3,9 +3,11 @@
 Pure. As kubeflow/trainer@v2.3.0 ``plugins/mpi/mpi.go``: the ``mpi-ssh-auth`` Secret
 volume on the ``node`` and ``launcher`` jobs (mounted at ``sshAuthMountPath`` in their
 ``node`` container), the ``mpi-hostfile`` ConfigMap volume and OpenMPI env on the launcher,
-``numNodes`` node pods (one fewer when the launcher runs as a node); hostfile slots from
-``numProcPerNode`` (GPUs when the runtime says 1). Validation: reserved OpenMPI env, and
-numNodes >= 2 with runLauncherAsNode needs both jobs.
+the TrainJob's ``numNodes`` as node pods (one fewer when the launcher runs as a node); without
+it, and on the launcher, the count Trainer's newRuntimeInfo gives the job (mlPolicy.numNodes
+under the trainer ancestor, else its parallelism), which mpi.go leaves as it is; hostfile slots
+from ``numProcPerNode`` (GPUs when the runtime says 1). Validation: numNodes >= 2 with
+runLauncherAsNode needs both jobs, then reserved OpenMPI env (upstream's order).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ class MPI:
     trainer_env_first = False
 
     def validate(self, ctx: Context) -> list[InputError]:
-        errors = reserved_env_errors(ctx.trainjob, mlpolicy.MPI_RESERVED)
+        errors: list[InputError] = []
         mpi = ctx.spec.ml_policy.mpi if ctx.spec.ml_policy else None
         tj = ctx.trainjob.spec.trainer
         jobs = {rj.name for rj in ctx.spec.template.spec.replicated_jobs}
@@ -42,7 +44,7 @@ class MPI:
                     " not have either launcher and node",
                 )
             )
-        return errors
+        return errors + reserved_env_errors(ctx.trainjob, mlpolicy.MPI_RESERVED)
 
     def enforce(
         self, ctx: Context, job: str, ancestor: Ancestor | None, pod_spec: dict[str, Any]
@@ -63,5 +65,19 @@ class MPI:
             mlpolicy.upsert_by_name(node.setdefault("volumeMounts", []), mounts)
         if job == "launcher":
             mlpolicy.upsert_by_name(pod_spec["volumes"], [mlpolicy.mpi_hostfile_volume(ctx.name)])
-            return 1
-        return max(ctx.num_nodes - 1, 1) if mpi.run_launcher_as_node else ctx.num_nodes
+            return _runtime_count(ctx, job, ancestor)
+        tj = ctx.trainjob.spec.trainer
+        if tj is None or tj.num_nodes is None:
+            return _runtime_count(ctx, job, ancestor)
+        return max(tj.num_nodes - 1, 1) if mpi.run_launcher_as_node else tj.num_nodes
+
+
+def _runtime_count(ctx: Context, job: str, ancestor: Ancestor | None) -> int:
+    """A job's pods as Trainer's newRuntimeInfo counts them (trainingruntime.go): mlPolicy
+    numNodes under the trainer ancestor, else the Job's parallelism (1 when unset)."""
+    if ancestor is Ancestor.TRAINER and ctx.spec.ml_policy is not None:
+        return ctx.spec.ml_policy.num_nodes
+    for rj in ctx.spec.template.spec.replicated_jobs:
+        if rj.name == job:
+            return int((rj.template.get("spec") or {}).get("parallelism") or 1)
+    return 1

@@ -10,6 +10,7 @@ torchtune's checks (``policies.torchtune``).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from trainweave.adapters import mlpolicy, validate
@@ -22,6 +23,11 @@ from trainweave.adapters.policies.base import (
 )
 from trainweave.errors import InputError
 from trainweave.labels import Ancestor
+
+
+def _quoted(text: str) -> str:
+    """``"text"``, as Go's ``%q`` writes a plain string."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _pods(ctx: Context) -> dict[str, list[dict[str, Any]]]:
@@ -48,8 +54,8 @@ class Torch:
                     errors.append(
                         InputError(
                             "spec.runtimeRef",
-                            f"envInjection target podSet {target.job_name!r} container"
-                            f" {name!r} not found in runtime template",
+                            f"envInjection target podSet {_quoted(target.job_name)} container"
+                            f" {_quoted(name)} not found in runtime template",
                         )
                     )
         if ctx.trainjob.spec.trainer is not None:

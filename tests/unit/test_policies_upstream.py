@@ -6,7 +6,10 @@ Ported from ``github.com/kubeflow/trainer/v2@v2.3.0/pkg/runtime/framework/plugin
   TestIsUseQLoraFinetune, TestGetRecipeAndConfig, TestExtractOverridesFromRuntime;
 - ``torch/torch_test.go``: TestTorchValidate (the reserved-env and torchtune cases);
 - ``xgboost/xgboost_test.go``: TestXGBoostValidate, TestXGBoostEnforceMLPolicy;
-- ``jax/jax_test.go``: TestJAXEnforceMLPolicy.
+- ``jax/jax_test.go``: TestJAXEnforceMLPolicy;
+- TestTorchEnforceMLPolicy, the other TestTorchValidate cases, ``mpi/mpi_test.go`` and
+  ``plainml/plainml_test.go``: in ``test_policies_upstream_mpi_torch.py`` (its docstring lists
+  what differs and what is not ported there).
 
 Each pytest id is upstream's case name, so a case can be found in the Go file. Upstream's
 ``runtime.Info`` becomes a runtime document (its trainer PodSet count is ``mlPolicy.numNodes``;
@@ -19,10 +22,8 @@ and the message must name the variable.
 Not ported (no trainweave counterpart):
 
 - TestTorchValidate "no action when info is nil", "no action when info does not have
-  MLPolicySource", "no action when info has MLPolicySource but no Torch policy",
-  "envInjection target container does not exist", "no action when info does not have
-  numProcPerNode": outside the reserved-env / torchtune scope of this port (the first three
-  are also Go nil-guards on runtime.Info).
+  MLPolicySource": Go nil-guards on runtime.Info (its other cases are ported here or in
+  ``test_policies_upstream_mpi_torch.py``).
 - TestXGBoostValidate "no error when runtimeInfo is nil"; TestXGBoostEnforceMLPolicy and
   TestJAXEnforceMLPolicy "no action when info is nil", "no action when mlPolicySource is nil",
   "no action when mlPolicySource XGBoost is null" / "... JAX is null": Go guards on a nil or
