@@ -9,14 +9,14 @@ import pytest
 import yaml
 
 from tests.unit.cluster_objects import T0, Pod, StepState, pod, trainjob, workflow
-from tests.unit.test_examples import render_example
+from tests.unit.examples import render_example
 from trainweave import labels as L
 from trainweave.integrations.argo_view import decode_nodes, view
 from trainweave.integrations.rollup import Observed, job_sizes, jobs_status, rollup
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
 FIXTURES = Path(__file__).parent / "fixtures" / "argo"
-INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", 0)])
+INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", code=0)])
 
 
 def conds(status: object) -> dict[str, tuple[str, str, str]]:
@@ -38,7 +38,7 @@ CASES = [
             workflow(
                 {
                     "init": INIT_OK,
-                    "trainer": StepState("Succeeded", [Pod("node-0-0", "Succeeded", 0)]),
+                    "trainer": StepState("Succeeded", [Pod("node-0-0", "Succeeded", code=0)]),
                 },
                 phase="Succeeded",
             )
@@ -53,7 +53,7 @@ CASES = [
                     "init": INIT_OK,
                     "trainer": StepState(
                         "Failed",
-                        [Pod("node-0-0", "Failed", 3, message="main: Error (exit code 3)")],
+                        [Pod("node-0-0", "Failed", code=3, message="main: Error (exit code 3)")],
                     ),
                 },
                 phase="Failed",
@@ -74,7 +74,10 @@ CASES = [
                 {
                     "init": StepState(
                         "Failed",
-                        [Pod("init-0-0", "Failed", 1), Pod("init-0-0", "Failed", 42, attempt=1)],
+                        [
+                            Pod("init-0-0", "Failed", code=1),
+                            Pod("init-0-0", "Failed", code=42, attempt=1),
+                        ],
                     )
                 },
                 phase="Failed",
@@ -95,7 +98,10 @@ CASES = [
                 {
                     "init": StepState(
                         "Succeeded",
-                        [Pod("init-0-0", "Failed", 1), Pod("init-0-0", "Succeeded", 0, attempt=1)],
+                        [
+                            Pod("init-0-0", "Failed", code=1),
+                            Pod("init-0-0", "Succeeded", code=0, attempt=1),
+                        ],
                     ),
                     "trainer": StepState("Running", [Pod("node-0-0", "Running")]),
                 }
@@ -109,7 +115,7 @@ CASES = [
             workflow(
                 {
                     "init": StepState(
-                        "Error", [Pod("init-0-0", "Error", None, message="pod deleted")]
+                        "Error", [Pod("init-0-0", "Error", code=None, message="pod deleted")]
                     )
                 },
                 phase="Error",
@@ -127,7 +133,7 @@ CASES = [
     pytest.param(
         [
             workflow(
-                {"init": StepState("Failed", [Pod("init-0-0", "Failed", 1)])},
+                {"init": StepState("Failed", [Pod("init-0-0", "Failed", code=1)])},
                 phase="Failed",
                 max_restarts=2,
             )
@@ -138,18 +144,18 @@ CASES = [
     pytest.param(
         [
             workflow(
-                {"init": StepState("Failed", [Pod("init-0-0", "Failed", 1)])},
+                {"init": StepState("Failed", [Pod("init-0-0", "Failed", code=1)])},
                 phase="Failed",
                 max_restarts=2,
             ),
             workflow(
-                {"init": StepState("Failed", [Pod("init-0-0", "Failed", 1)])},
+                {"init": StepState("Failed", [Pod("init-0-0", "Failed", code=1)])},
                 phase="Failed",
                 max_restarts=2,
                 attempt=1,
             ),
             workflow(
-                {"init": StepState("Failed", [Pod("init-0-0", "Failed", 7)])},
+                {"init": StepState("Failed", [Pod("init-0-0", "Failed", code=7)])},
                 phase="Failed",
                 max_restarts=2,
                 attempt=2,
@@ -167,7 +173,7 @@ CASES = [
     pytest.param(
         [
             workflow(
-                {"init": StepState("Failed", [Pod("init-0-0", "Failed", 1)])},
+                {"init": StepState("Failed", [Pod("init-0-0", "Failed", code=1)])},
                 phase="Failed",
                 max_restarts=1,
             ),
@@ -181,7 +187,7 @@ CASES = [
             workflow(
                 {
                     "init": INIT_OK,
-                    "trainer": StepState("Succeeded", [Pod("node-0-0", "Succeeded", 0)]),
+                    "trainer": StepState("Succeeded", [Pod("node-0-0", "Succeeded", code=0)]),
                 },
                 phase="Succeeded",
                 compressed=True,
@@ -193,13 +199,16 @@ CASES = [
     pytest.param(
         [
             workflow(
-                {"init": INIT_OK, "trainer": StepState("Failed", [Pod("node-0-0", "Failed", 143)])},
+                {
+                    "init": INIT_OK,
+                    "trainer": StepState("Failed", [Pod("node-0-0", "Failed", code=143)]),
+                },
                 phase="Failed",
                 shutdown="Stop",
                 stopped_for="suspend",
             ),
             workflow(
-                {"trainer": StepState("Succeeded", [Pod("node-0-0", "Succeeded", 0)])},
+                {"trainer": StepState("Succeeded", [Pod("node-0-0", "Succeeded", code=0)])},
                 phase="Succeeded",
                 segment=1,
             ),
@@ -210,7 +219,10 @@ CASES = [
     pytest.param(
         [
             workflow(
-                {"init": INIT_OK, "trainer": StepState("Failed", [Pod("node-0-0", "Failed", 143)])},
+                {
+                    "init": INIT_OK,
+                    "trainer": StepState("Failed", [Pod("node-0-0", "Failed", code=143)]),
+                },
                 phase="Failed",
                 shutdown="Stop",
                 stopped_for="suspend",
@@ -363,6 +375,24 @@ def test_compressed_nodes_decode_like_plain() -> None:
     assert decode_nodes({"offloadNodeStatusVersion": "abc"}) is None
 
 
+def counts(
+    *, ready: int = 0, succeeded: int = 0, failed: int = 0, active: int = 0, suspended: int = 0
+) -> dict[str, int]:
+    """One replicatedJob's Job counts as ``jobsStatus`` reports them (unnamed: 0)."""
+    return {
+        "ready": ready,
+        "succeeded": succeeded,
+        "failed": failed,
+        "active": active,
+        "suspended": suspended,
+    }
+
+
+def job_counts(obs: Observed) -> dict[str, dict[str, int]]:
+    """``jobs_status`` by replicatedJob name, its counts only."""
+    return {j["name"]: {k: j[k] for k in counts()} for j in jobs_status(obs)}
+
+
 JOBS_CASES = [
     pytest.param(
         [
@@ -370,7 +400,7 @@ JOBS_CASES = [
             pod("ft", "init", "init-0-0", "Succeeded", attempt=1, created="2026-11-01T10:01:00Z"),
         ],
         "Running",
-        {"init": (0, 1, 0, 0, 0), "trainer": (0, 0, 0, 0, 0)},
+        {"init": counts(succeeded=1), "trainer": counts()},
         id="retried-pod-counts-last-attempt",
     ),
     pytest.param(
@@ -380,7 +410,7 @@ JOBS_CASES = [
             pod("ft", "trainer", "node-2-0", "Pending", gated=True),
         ],
         "Running",
-        {"init": (0, 0, 0, 0, 0), "trainer": (1, 0, 0, 2, 1)},
+        {"init": counts(), "trainer": counts(ready=1, active=2, suspended=1)},
         id="one-job-per-replica-ready-active-gated",
     ),
     pytest.param(
@@ -390,50 +420,48 @@ JOBS_CASES = [
             pod("ft", "trainer", "node-0-2", "Running", ready=True),
         ],
         "Running",
-        {"init": (0, 0, 0, 0, 0), "trainer": (1, 0, 0, 1, 0)},
+        {"init": counts(), "trainer": counts(ready=1, active=1)},
         id="pods-of-one-job-count-once",
     ),
     pytest.param(
         [pod("ft", "trainer", "node-0-0", "Failed")],
         "Running",
-        {"init": (0, 0, 0, 0, 0), "trainer": (0, 0, 0, 0, 0)},
+        {"init": counts(), "trainer": counts()},
         id="failed-pod-being-retried-is-no-failed-job",
     ),
     pytest.param(
         [pod("ft", "trainer", "node-0-0", "Failed"), pod("ft", "trainer", "node-0-1", "Succeeded")],
         "Failed",
-        {"init": (0, 0, 0, 0, 0), "trainer": (0, 0, 1, 0, 0)},
+        {"init": counts(), "trainer": counts(failed=1)},
         id="failed-step-fails-its-job",
-    ),
-    pytest.param(
-        [
-            pod("ft-r1", "init", "init-0-0", "Failed", wf_attempt=1),
-            pod("ft", "init", "init-0-0", "Succeeded"),
-        ],
-        "Failed",
-        {"init": (0, 0, 1, 0, 0), "trainer": (0, 0, 0, 0, 0)},
-        id="only-current-attempt",
     ),
 ]
 
 
 @pytest.mark.parametrize(("pods", "phase", "expected"), JOBS_CASES)
 def test_jobs_status(pods: list[dict], phase: str, expected: dict) -> None:
+    """One Workflow (the first attempt); ``phase`` is the phase of the pods' step."""
     steps = {"init": StepState("Running"), "trainer": StepState("")}
     steps[pods[0]["metadata"]["labels"][L.STEP]] = StepState(phase)
-    wfs = [workflow(steps)]
-    attempts = "1"
-    if any(p["metadata"]["labels"]["workflows.argoproj.io/workflow"] == "ft-r1" for p in pods):
-        wfs.append(workflow(steps, attempt=1))
-        attempts = "2"
     obs = Observed(
-        trainjob(annotations={"trainweave.io/attempts": attempts}), tuple(wfs), tuple(pods)
+        trainjob(annotations={"trainweave.io/attempts": "1"}), (workflow(steps),), tuple(pods)
     )
-    got = {
-        j["name"]: (j["ready"], j["succeeded"], j["failed"], j["active"], j["suspended"])
-        for j in jobs_status(obs)
-    }
-    assert got == expected
+    assert job_counts(obs) == expected
+
+
+def test_jobs_status_counts_only_the_current_attempt() -> None:
+    """A restarted TrainJob (2 attempts): the first Workflow's pods no longer count."""
+    steps = {"init": StepState("Failed"), "trainer": StepState("")}
+    pods = (
+        pod("ft-r1", "init", "init-0-0", "Failed", wf_attempt=1),
+        pod("ft", "init", "init-0-0", "Succeeded"),
+    )
+    obs = Observed(
+        trainjob(annotations={"trainweave.io/attempts": "2"}),
+        (workflow(steps), workflow(steps, attempt=1)),
+        pods,
+    )
+    assert job_counts(obs) == {"init": counts(failed=1), "trainer": counts()}
 
 
 def test_job_sizes_from_the_rendered_example() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_examples import NAMES, render_example
+from tests.unit.examples import NAMES, render_example
 
 pytestmark = pytest.mark.schema
 

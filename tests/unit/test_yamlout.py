@@ -9,7 +9,7 @@ import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tests.unit.test_examples import NAMES, render_example
+from tests.unit.examples import NAMES, render_example
 from trainweave import yamlout
 
 scalars = (
