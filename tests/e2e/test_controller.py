@@ -210,7 +210,7 @@ def test_shared_backoff_limit_fails_the_step_on_its_third_failed_pod(
     assert cond is not None and cond["reason"] == "FailedJobs", cond
     assert "BackoffLimitExceeded" in cond["message"], cond
     (wf,) = workflows(kube, namespace)
-    assert wf["metadata"]["annotations"]["trainweave.io/stopped-for"] == "backoff-limit/node"
+    assert wf["metadata"]["annotations"]["trainweave.io/stopped-for"] == "job-failed/node"
     failed = [
         n
         for n in (wf["status"].get("nodes") or {}).values()
@@ -218,6 +218,53 @@ def test_shared_backoff_limit_fails_the_step_on_its_third_failed_pod(
     ]
     # both pods may fail their second attempt together before the stop lands; never all six
     assert 3 <= len(failed) <= 4, [n["name"] for n in failed]
+
+
+def test_failjob_on_a_second_container_fails_the_step_at_once(
+    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
+) -> None:
+    """A trainer pod of two containers: ``node`` fails with a counted code, ``uploader`` with
+    one its FailJob rule names. Argo's node message names one container; the controller reads
+    both from Argo's Container nodes and fails the step as the Job controller would."""
+    queues()
+    tj, rt = example(namespace, nodes=1)
+    node = next(j for j in rt["spec"]["template"]["spec"]["replicatedJobs"] if j["name"] == "node")
+    pod = node["template"]["spec"]["template"]
+    pod["spec"]["containers"].append(
+        {
+            "name": "uploader",
+            "image": "uploader:1",
+            "command": ["true"],
+            "resources": {"requests": {"cpu": "250m"}},
+        }
+    )
+    ann = pod["metadata"]["annotations"]
+    ann["trainweave.test/container-exit-code.node"] = "3"
+    ann["trainweave.test/container-exit-code.uploader"] = "42"
+    rules = node["template"]["spec"]["podFailurePolicy"]["rules"]
+    on_uploader = {"containerName": "uploader", "operator": "In", "values": [42]}
+    rules.insert(0, {"action": "FailJob", "onExitCodes": on_uploader})
+    apply(kube, namespace, tj, rt)
+    got = wait_condition(kube, namespace, "Failed", timeout=240)
+    cond = condition(got, "Failed")
+    assert cond is not None and cond["reason"] == "FailedJobs", cond
+    assert cond["message"] == (
+        "step 'node' failed: job 'node': PodFailurePolicy: Container uploader for pod node-0-0"
+        " failed with exit code 42 matching FailJob rule at index 0"
+    ), cond
+    (wf,) = workflows(kube, namespace)
+    assert wf["metadata"]["annotations"]["trainweave.io/stopped-for"] == "job-failed/node"
+    nodes = (wf["status"].get("nodes") or {}).values()
+    attempts = [n for n in nodes if n.get("type") == "Pod" and n["name"].startswith("ft.node.")]
+    # the stop lands within Argo's 10 s retry backoff: the failed attempt is the only one that ran
+    assert [n["phase"] for n in attempts if n["phase"] != "Pending"][:1] == ["Failed"], attempts
+    assert len([n for n in attempts if n["phase"] == "Failed"]) == 1, attempts
+    uploader = [
+        n for n in nodes if n.get("type") == "Container" and n["name"].endswith(".uploader")
+    ]
+    assert [n["message"].split(":")[0] for n in uploader][:1] == ["uploader"], uploader
+    # the stopped step's pod group no longer holds quota
+    wait_until("trainer Workload released", lambda: _workload_done(kube, namespace, "ft-node-a0"))
 
 
 def test_suspend_then_resume_continues_from_interrupted_step(
