@@ -37,12 +37,17 @@ step() {  # step NAME FUNCTION: run FUNCTION unless bin/.NAME.ok exists; time it
 
 moddir() { go mod download -json "$1" | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(d.get("Error")) if d.get("Error") else print(d["Dir"])'; }
 
+# JobSet: the version Trainer's go.mod requires (the one its JobSet builder is written against), so
+# TRAINER_VERSION pins it too.
+jobset_version() { awk '$1 == "sigs.k8s.io/jobset" { print $2 }' "$(moddir "github.com/kubeflow/trainer/v2@$TRAINER_VERSION")/go.mod"; }
+
 sources() {  # module folders holding CRDs, webhook manifests and kwok Stages (read-only, in GOMODCACHE)
   {
     echo "KUEUE_DIR=$(moddir sigs.k8s.io/kueue@$KUEUE_VERSION)"
     echo "ARGO_DIR=$(moddir github.com/argoproj/argo-workflows/v4@$ARGO_WORKFLOWS_VERSION)"
     echo "TRAINER_DIR=$(moddir github.com/kubeflow/trainer/v2@$TRAINER_VERSION)"
     echo "KWOK_DIR=$(moddir sigs.k8s.io/kwok@$KWOK_VERSION)"
+    echo "JOBSET_DIR=$(moddir "sigs.k8s.io/jobset@$(jobset_version)")"
   } >"$ENG/sources.env.tmp"
   mv "$ENG/sources.env.tmp" "$ENG/sources.env"
 }
@@ -107,6 +112,15 @@ argo() {
     "-s -w -X github.com/argoproj/argo-workflows/v4.version=$ARGO_WORKFLOWS_VERSION"
 }
 
+trainer() {  # upstream's reference: Kubeflow Trainer's controller manager (tests/upstream, benchmarks)
+  wrapped trainer github.com/kubeflow/trainer/v2 "$TRAINER_VERSION" \
+    github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager "-s -w"
+}
+
+jobset() {  # ... and the JobSet controller it drives
+  wrapped jobset sigs.k8s.io/jobset "$(jobset_version)" sigs.k8s.io/jobset "-s -w"
+}
+
 oracle() {  # hack/oracle linked against the pinned Trainer module (go.mod generated here, from its go.sum)
   local w="$ENG/work/oracle"
   rm -rf "$w"; mkdir -p "$w"
@@ -118,7 +132,7 @@ oracle() {  # hack/oracle linked against the pinned Trainer module (go.mod gener
 # The oracle's stamp follows its source, so editing hack/oracle/main.go rebuilds it.
 ORACLE_STAMP="oracle-$(sha256sum "$ROOT/hack/oracle/main.go" | cut -c1-12)"
 
-step sources sources
+step sources-2 sources
 step "$ORACLE_STAMP" oracle
 if [[ "${1:-}" == "oracle" ]]; then echo "build.sh: oracle ready in $BIN"; exit 0; fi
 step etcd etcd
@@ -126,4 +140,6 @@ step kwok kwok
 step kubernetes kubernetes
 step kueue kueue
 step argo argo
+step trainer trainer
+step jobset jobset
 echo "build.sh: engines ready in $BIN (total $(($(date +%s) - TOTAL0))s)"

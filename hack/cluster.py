@@ -29,12 +29,17 @@ from typing import Any, NoReturn
 
 import yaml
 from engine_config import (
+    KUEUE_FRAMEWORKS,
+    KUEUE_UPSTREAM_FRAMEWORKS,
     NODE_COUNT,
     flavor_manifests,
+    jobset_config,
     kueue_config,
     kueue_webhooks,
     kwokctl_config,
     node_manifests,
+    trainer_config,
+    url_webhooks,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -374,14 +379,15 @@ def create_nodes(kubectl_args: list[str]) -> None:
     run(*kubectl_args, "create", "-f", nodes, capture=True)
 
 
-def install_crds(
-    kubectl_args: list[str], apply: list[str], kueue_dir: Path, argo_dir: Path, trainer_dir: Path
-) -> None:
+def install_crds(kubectl_args: list[str], apply: list[str], sources: dict[str, str]) -> None:
     """CRDs from the pinned modules, server-side applied (Argo's Workflow CRD is 2.8 MB) and
     waited for Established; then the kueue-system and argo namespaces."""
+    kueue_dir, argo_dir = Path(sources["KUEUE_DIR"]), Path(sources["ARGO_DIR"])
+    trainer_dir, jobset_dir = Path(sources["TRAINER_DIR"]), Path(sources["JOBSET_DIR"])
     crds = sorted((kueue_dir / "config/components/crd/bases").glob("*.yaml"))
     crds += sorted((argo_dir / "manifests/base/crds/full").glob("argoproj.io_*.yaml"))
     crds += sorted((trainer_dir / "manifests/base/crds").glob("trainer.kubeflow.org_*.yaml"))
+    crds += sorted((jobset_dir / "config/components/crd/bases").glob("jobset.x-k8s.io_*.yaml"))
     log(f"installing {len(crds)} CRDs")
     run(*apply, *[a for f in crds for a in ("-f", str(f))], capture=True)
     run(
@@ -396,14 +402,21 @@ def install_crds(
     run(*kubectl_args, "create", "namespace", "argo", capture=True)
 
 
-def start_kueue(bin_dir: Path, kueue_dir: Path, apply: list[str], state: dict[str, Any]) -> None:
+def start_kueue(
+    bin_dir: Path,
+    kueue_dir: Path,
+    apply: list[str],
+    state: dict[str, Any],
+    frameworks: list[str] = KUEUE_FRAMEWORKS,
+) -> None:
     """The Kueue manager with its webhooks on https://127.0.0.1:<free port> (own CA), waited for
     healthy; then its webhook configurations pointing at that URL."""
     kdir = STATE / "kueue"
     cert_dir = kdir / "certs"
     ca = make_certs(cert_dir)
     wport, hport = free_port(), free_port()
-    (kdir / "config.yaml").write_text(yaml.safe_dump(kueue_config(wport, hport, cert_dir)))
+    config = kueue_config(wport, hport, cert_dir, frameworks)
+    (kdir / "config.yaml").write_text(yaml.safe_dump(config))
     state["ports"].update({"kueue/webhook": wport, "kueue/health": hport})
     kueue_argv = [
         str(bin_dir / "kueue"),
@@ -481,6 +494,107 @@ def wait_nodes_ready(kubectl_args: list[str]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# the upstream phase: Kubeflow Trainer + JobSet (tests/upstream, benchmarks/admission.py)
+
+
+def start_upstream_controller(
+    name: str, argv: list[str], manifest: Path, apply: list[str], state: dict[str, Any], **kw: Any
+) -> None:
+    """One upstream controller (its config file already written) waited for healthy; then its
+    webhooks, pointed at its loopback port."""
+    wport, hport, ca = kw["webhook_port"], kw["health_port"], kw["ca"]
+    state["pids"][name] = start_process(name, argv, env=kw.get("env"), cwd=STATE / name)
+    state["ports"].update({f"{name}/webhook": wport, f"{name}/health": hport})
+    save_state(state)
+    wait_for(f"{name} health", lambda: http_ok(f"http://127.0.0.1:{hport}/readyz"), 120)
+    wait_for(f"{name} webhook TLS", lambda: tcp_open(wport), 60)
+    hooks = STATE / name / "webhooks.yaml"
+    hooks.write_text(yaml.safe_dump_all(url_webhooks(manifest, name, wport, ca)))
+    run(*apply, "-f", hooks, capture=True)
+
+
+def cmd_upstream(args: argparse.Namespace) -> None:
+    """``upstream on``: Kueue restarted with its JobSet and TrainJob integrations, then the JobSet
+    controller and Kubeflow Trainer's controller manager with their webhooks (namespaces labelled
+    trainweave.test/upstream=true only). ``upstream off``: all of that undone, Kueue back to its
+    default integrations. trainweave's controller must not run while upstream is on (docs/upstream.md)."""
+    state = load_state()
+    if not state or not state.get("complete"):
+        die("the cluster is not up: `make cluster-up` first")
+    on = args.state == "on"
+    if bool(state.get("upstream")) == on:
+        log(f"upstream already {args.state}")
+        return
+    eng = Path(state["engines"])
+    bin_dir = eng / "bin"
+    sources = read_env(eng / "sources.env")
+    kubectl_args = [str(bin_dir / "kubectl"), "--kubeconfig", str(KUBECONFIG)]
+    apply = [
+        *kubectl_args,
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=trainweave-e2e",
+    ]
+    hooks = {
+        "trainer": Path(sources["TRAINER_DIR"]) / "manifests/base/webhook/manifests.yaml",
+        "jobset": Path(sources["JOBSET_DIR"]) / "config/components/webhook/manifests.yaml",
+    }
+    for name in ("trainer", "jobset"):
+        if (STATE / name / "webhooks.yaml").exists():
+            run(
+                *kubectl_args,
+                "delete",
+                "--ignore-not-found",
+                "-f",
+                STATE / name / "webhooks.yaml",
+                capture=True,
+            )
+        pid = state["pids"].pop(name, None)
+        if pid:
+            stop_pid(int(pid), name)
+        for key in ("webhook", "health"):
+            state["ports"].pop(f"{name}/{key}", None)
+    stop_pid(int(state["pids"]["kueue"]), "kueue")
+    save_state(state)
+    frameworks = KUEUE_UPSTREAM_FRAMEWORKS if on else KUEUE_FRAMEWORKS
+    start_kueue(bin_dir, Path(sources["KUEUE_DIR"]), apply, state, frameworks)
+    if on:
+        cert_dir = STATE / "upstream-certs"
+        ca = make_certs(cert_dir / "k8s-webhook-server" / "serving-certs")
+        for name in ("jobset", "trainer"):
+            (STATE / name).mkdir(exist_ok=True)
+            wport, hport = free_port(), free_port()
+            if name == "jobset":
+                config = jobset_config(
+                    wport, hport, cert_dir / "k8s-webhook-server" / "serving-certs"
+                )
+            else:
+                config = trainer_config(wport, hport)
+            (STATE / name / "config.yaml").write_text(yaml.safe_dump(config))
+            binary = "trainer-controller-manager" if name == "trainer" else "jobset"
+            argv = [
+                str(bin_dir / binary),
+                f"--config={STATE / name / 'config.yaml'}",
+            ]
+            start_upstream_controller(
+                name,
+                argv,
+                hooks[name],
+                apply,
+                state,
+                webhook_port=wport,
+                health_port=hport,
+                ca=ca,
+                # controller-runtime's default webhook certDir is $TMPDIR/k8s-webhook-server/...
+                env={"TMPDIR": str(cert_dir), "KUBECONFIG": str(KUBECONFIG)},
+            )
+    state["upstream"] = on
+    save_state(state)
+    log(f"upstream {args.state}")
+
+
+# ---------------------------------------------------------------------------------------------
 # commands
 
 
@@ -501,7 +615,6 @@ def cmd_up(args: argparse.Namespace, started: dict[str, bool] | None = None) -> 
     versions = read_env(HACK / "versions.env")
     sources = read_env(eng / "sources.env")
     kwok_dir, kueue_dir = Path(sources["KWOK_DIR"]), Path(sources["KUEUE_DIR"])
-    argo_dir, trainer_dir = Path(sources["ARGO_DIR"]), Path(sources["TRAINER_DIR"])
 
     if started is not None:
         started["ours"] = True
@@ -519,7 +632,7 @@ def cmd_up(args: argparse.Namespace, started: dict[str, bool] | None = None) -> 
 
     start_kube(bin_dir, versions, kwok_dir, state)
     create_nodes(kubectl_args)
-    install_crds(kubectl_args, apply, kueue_dir, argo_dir, trainer_dir)
+    install_crds(kubectl_args, apply, sources)
     start_kueue(bin_dir, kueue_dir, apply, state)
     start_argo(bin_dir, kubectl_args, state)
     create_flavors(apply)
@@ -594,7 +707,7 @@ def kueue_wrap(argv: list[str], cert_dir: Path, kdir: Path) -> list[str]:
 
 def cmd_down(args: argparse.Namespace) -> None:
     state = load_state()
-    for name in ("workflow-controller", "kueue"):
+    for name in ("trainer", "jobset", "workflow-controller", "kueue"):
         pid = ((state or {}).get("pids") or {}).get(name)
         if pid:
             stop_pid(int(pid), name)
@@ -699,11 +812,17 @@ def main() -> None:
     st = sub.add_parser("status", help="what runs: pids, ports, kubeconfig")
     st.add_argument("--strict", action="store_true", help="exit 1 unless everything runs")
     sub.add_parser("env", help="print shell exports for the kubeconfig and binaries")
+    us = sub.add_parser(
+        "upstream",
+        help="switch Kubeflow Trainer + JobSet (and Kueue's TrainJob integration) on or off",
+    )
+    us.add_argument("state", choices=["on", "off"])
     rd = sub.add_parser("render", help="write nodes/Stages/flavors/Kueue config for kind-up")
     rd.add_argument("--out", required=True)
     args = ap.parse_args()
     commands = {"up": cmd_up_or_clean, "down": cmd_down, "status": cmd_status, "env": cmd_env}
     commands["render"] = cmd_render
+    commands["upstream"] = cmd_upstream
     commands[args.cmd](args)
 
 

@@ -15,6 +15,16 @@ HACK = Path(__file__).resolve().parent
 
 E2E_LABEL = "trainweave.test/e2e"
 POOL_LABEL = "trainweave.test/pool"
+# Namespaces where upstream (Kubeflow Trainer + JobSet) runs TrainJobs: their webhooks see only these.
+UPSTREAM_LABEL = "trainweave.test/upstream"
+KUEUE_FRAMEWORKS = ["pod", "batch/job"]
+# Kueue integrations of the upstream phase: Kueue admits a TrainJob as one Workload (Trainer's
+# JobSet under it), as users of Kubeflow Trainer + Kueue run it.
+KUEUE_UPSTREAM_FRAMEWORKS = [
+    *KUEUE_FRAMEWORKS,
+    "jobset.x-k8s.io/jobset",
+    "trainer.kubeflow.org/trainjob",
+]
 
 # Fake node pools (kwok): no taints, loopback InternalIP, labelled for ResourceFlavor nodeLabels.
 POOLS: dict[str, dict[str, Any]] = {
@@ -143,7 +153,9 @@ def kueue_webhooks(kueue_dir: Path, port: int, ca: bytes) -> list[dict[str, Any]
     return docs
 
 
-def kueue_config(webhook_port: int, health_port: int, cert_dir: Path) -> dict[str, Any]:
+def kueue_config(
+    webhook_port: int, health_port: int, cert_dir: Path, frameworks: list[str] | None = None
+) -> dict[str, Any]:
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -157,7 +169,53 @@ def kueue_config(webhook_port: int, health_port: int, cert_dir: Path) -> dict[st
         "waitForPodsReady": WAIT_FOR_PODS_READY,
         # The visibility API server would listen on 0.0.0.0:8082.
         "featureGates": {"VisibilityOnDemand": False},
-        "integrations": {"frameworks": ["pod", "batch/job"]},
+        "integrations": {"frameworks": list(frameworks or KUEUE_FRAMEWORKS)},
+    }
+
+
+def url_webhooks(manifest: Path, prefix: str, port: int, ca: bytes) -> list[dict[str, Any]]:
+    """A controller's generated webhook configurations (``manifests.yaml``, kubebuilder's), named
+    ``<prefix>-<name>``, pointed at https://127.0.0.1:<port> and limited to namespaces labelled
+    UPSTREAM_LABEL (cluster-scoped objects, e.g. ClusterTrainingRuntimes, match any selector)."""
+    docs = [
+        d
+        for d in yaml.safe_load_all(manifest.read_text())
+        if d and d.get("kind") in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+    ]
+    ca_b64 = base64.b64encode(ca).decode()
+    for d in docs:
+        d["metadata"] = {"name": f"{prefix}-{d['metadata']['name']}"}
+        for wh in d["webhooks"]:
+            path = wh["clientConfig"]["service"]["path"]
+            wh["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca_b64}
+            wh["namespaceSelector"] = {"matchLabels": {UPSTREAM_LABEL: "true"}}
+    return docs
+
+
+def trainer_config(webhook_port: int, health_port: int) -> dict[str, Any]:
+    """Kubeflow Trainer's controller manager on loopback: no leader election, no metrics, no cert
+    rotation (its webhook serves the certificate in $TMPDIR/k8s-webhook-server/serving-certs)."""
+    return {
+        "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        "metrics": {"bindAddress": "0"},
+        "webhook": {"host": "127.0.0.1", "port": webhook_port},
+        "leaderElection": {"leaderElect": False},
+        "certManagement": {"enable": False},
+    }
+
+
+def jobset_config(webhook_port: int, health_port: int, cert_dir: Path) -> dict[str, Any]:
+    """The JobSet controller on loopback, likewise."""
+    return {
+        "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        "metrics": {"bindAddress": "0"},
+        "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(cert_dir)},
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
     }
 
 
