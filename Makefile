@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv example test unit lint typecheck bench linktree
+.PHONY: venv example test unit lint typecheck bench linktree promtool
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,14 @@ example: venv
 	  --runtime examples/llm-finetune/runtime.yaml
 
 ## Everything CI runs: lint, types, unit + schema tests, then the e2e tier on a real control plane.
-test: lint typecheck unit e2e
+test: lint typecheck unit promtool e2e
+
+## Prometheus rules: promtool check rules + test rules (hack/promtool.sh finds promtool on PATH or
+## installs it: from Debian's prometheus package, else built from its Go module).
+promtool:
+	P=$$(hack/promtool.sh) && $$P --version 2>&1 | head -1 && \
+	  $$P check rules deploy/prometheus-rules.yaml && \
+	  cd deploy && $$P test rules prometheus-rules.test.yaml
 
 unit: venv
 	$(PY) -m pytest -q

@@ -57,6 +57,8 @@ CLUSTER_TRAINING_RUNTIME = Kind(
 )
 WORKFLOW = Kind("argoproj.io", "v1alpha1", "workflows", "Workflow")
 WORKLOAD = Kind("kueue.x-k8s.io", "v1beta2", "workloads", "Workload")
+CLUSTER_QUEUE = Kind("kueue.x-k8s.io", "v1beta2", "clusterqueues", "ClusterQueue", namespaced=False)
+LOCAL_QUEUE = Kind("kueue.x-k8s.io", "v1beta2", "localqueues", "LocalQueue")
 POD = Kind("", "v1", "pods", "Pod")
 SERVICE = Kind("", "v1", "services", "Service")
 CONFIGMAP = Kind("", "v1", "configmaps", "ConfigMap")
@@ -72,6 +74,8 @@ BY_KIND = {
         CLUSTER_TRAINING_RUNTIME,
         WORKFLOW,
         WORKLOAD,
+        CLUSTER_QUEUE,
+        LOCAL_QUEUE,
         POD,
         SERVICE,
         CONFIGMAP,

@@ -1,6 +1,6 @@
-"""CLI wiring of the cluster commands: ``trainweave controller`` and ``trainweave status``.
+"""CLI wiring of the cluster commands: ``trainweave controller``, ``status`` and ``queues``.
 
-``add_commands(subparsers)`` registers both; handlers import the controller
+``add_commands(subparsers)`` registers them; handlers import the controller
 modules (kubernetes, prometheus-client) only when run, so ``trainweave render``
 starts fast.
 """
@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
+
+from trainweave.errors import InputError, InputErrors
+
+# a namespace or ClusterQueue name: an RFC 1123 label / subdomain (apimachinery validation)
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``controller`` and ``status`` on the CLI's subparsers."""
+    """Register ``controller``, ``status`` and ``queues`` on the CLI's subparsers."""
     ctl = subparsers.add_parser(
         "controller",
         help="run the reconciler: TrainJobs -> Argo Workflows + Kueue, status back",
@@ -46,6 +52,19 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     st.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
     st.set_defaults(handler=_status)
 
+    qs = subparsers.add_parser(
+        "queues",
+        help="per ClusterQueue and namespace: pipelines holding quota, steps waiting (read only)",
+        description="The Kueue admin's view: for each ClusterQueue and namespace, the "
+        "TrainJobs whose steps hold its quota or wait for it, how long each step waited "
+        "and the GPU-hours it has held.",
+    )
+    qs.add_argument("-n", "--namespace", default="", help="one namespace (default: all)")
+    qs.add_argument("--cluster-queue", default="", help="one ClusterQueue (default: all)")
+    qs.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    qs.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
+    qs.set_defaults(handler=_queues)
+
 
 def _controller(args: argparse.Namespace) -> int:
     import logging
@@ -73,3 +92,21 @@ def _status(args: argparse.Namespace) -> int:
     from trainweave.integrations import status_cli
 
     return status_cli.main(args.trainjob, args.namespace, args.kubeconfig, sys.stdout)
+
+
+def _queues(args: argparse.Namespace) -> int:
+    errors = [
+        InputError(flag, f"{value!r} is not a valid Kubernetes name", "(command line)")
+        for flag, value in (
+            ("--namespace", args.namespace),
+            ("--cluster-queue", args.cluster_queue),
+        )
+        if value and (len(value) > 253 or not _NAME.fullmatch(value))
+    ]
+    if errors:
+        raise InputErrors(errors)
+    from trainweave.integrations import status_cli
+
+    return status_cli.queues_main(
+        args.namespace, args.cluster_queue, args.output, args.kubeconfig, sys.stdout
+    )

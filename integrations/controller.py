@@ -179,11 +179,13 @@ class Controller:
             for req in reconcile.orphan_releases(key[0], pods, wls):
                 self.executor._send(req)
             self.metrics.set_state(f"{key[0]}/{key[1]}", None)
+            self.metrics.set_steps(f"{key[0]}/{key[1]}")
             return
         plan = reconcile.plan(obs, self.now())
         self.executor.run(plan, obs.trainjob)
         self.metrics.apply(plan.metrics)
         self.metrics.set_state(f"{key[0]}/{key[1]}", plan.state)
+        self.metrics.set_steps(f"{key[0]}/{key[1]}", plan.waiting, plan.leaked)
         if plan.requeue_after is not None:
             self.queue.add_after(key, plan.requeue_after)
 

@@ -5,6 +5,11 @@
 - ``trainweave_reserved_resource_seconds_total{cluster_queue,flavor,resource}``:
   resource x holding seconds, added when a step stops holding quota;
 - ``trainweave_trainjobs{state}``: TrainJobs by Running/Suspended/Complete/Failed;
+- ``trainweave_step_waiting_since_seconds{namespace,trainjob,step,queue}``: creation time
+  (Unix seconds) of each step Workload waiting for quota now; ``time() - it`` is its wait;
+- ``trainweave_step_quota_leaked{namespace,trainjob,step,cluster_queue}``: 1 per step Workload
+  holding quota though its step is done for good (the controller is releasing it; a series
+  that stays is a leak: deploy/prometheus-rules.yaml alerts after 10 min);
 - ``trainweave_api_requests_total{verb,resource}``, ``trainweave_reconciles_total{result}``
   and ``trainweave_reconcile_seconds``: the controller's own cost.
 """
@@ -18,7 +23,7 @@ from collections.abc import Iterable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from trainweave.integrations import api
-from trainweave.integrations.quota import MetricEvent
+from trainweave.integrations.quota import MetricEvent, StepQuota, parse_time
 
 WAIT_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
 STATES = ("Running", "Suspended", "Complete", "Failed")
@@ -80,9 +85,22 @@ class Metrics:
         self.queue_depth = Gauge(
             "trainweave_workqueue_depth", "TrainJob keys waiting for a worker", registry=r
         )
+        self.waiting_since = Gauge(
+            "trainweave_step_waiting_since_seconds",
+            "Creation time of a step Workload waiting for quota (Unix seconds)",
+            ["namespace", "trainjob", "step", "queue"],
+            registry=r,
+        )
+        self.leaked = Gauge(
+            "trainweave_step_quota_leaked",
+            "Step Workload holding quota though its step is done for good",
+            ["namespace", "trainjob", "step", "cluster_queue"],
+            registry=r,
+        )
         self.tally: Tally[str] = Tally()
         self._lock = threading.Lock()
         self._states: dict[str, str] = {}
+        self._steps: dict[str, tuple[set[tuple[str, ...]], set[tuple[str, ...]]]] = {}
 
     def request(self, req: api.Request) -> None:
         """Count one request (``watch`` for watch GETs)."""
@@ -111,3 +129,29 @@ class Metrics:
             counts = Tally(self._states.values())
         for s in STATES:
             self.trainjobs.labels(s).set(counts.get(s, 0))
+
+    def set_steps(
+        self, key: str, waiting: Iterable[StepQuota] = (), leaked: Iterable[StepQuota] = ()
+    ) -> None:
+        """Replace one TrainJob's waiting and leaked step series (nothing: TrainJob gone)."""
+        ns, _, name = key.partition("/")
+        wait_series: dict[tuple[str, ...], float] = {}
+        for q in waiting:
+            created = parse_time(q.created)
+            if created is not None:
+                wait_series[(ns, name, q.step, q.queue)] = created.timestamp()
+        leak_series: set[tuple[str, ...]] = {
+            (ns, name, q.step, q.cluster_queue or q.queue) for q in leaked
+        }
+        with self._lock:
+            old_wait, old_leak = self._steps.pop(key, (set(), set()))
+            if wait_series or leak_series:
+                self._steps[key] = (set(wait_series), leak_series)
+            for lbl in old_wait - set(wait_series):
+                self.waiting_since.remove(*lbl)
+            for lbl in old_leak - leak_series:
+                self.leaked.remove(*lbl)
+            for lbl, value in wait_series.items():
+                self.waiting_since.labels(*lbl).set(value)
+            for lbl in leak_series:
+                self.leaked.labels(*lbl).set(1)

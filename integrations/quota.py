@@ -32,6 +32,7 @@ EVICTED = "Evicted"
 FINISHED = "Finished"
 RELEASED = "Released"
 HOLDING = frozenset({RESERVED, ADMITTED})
+WAITING = frozenset({PENDING, EVICTED})
 DONE = frozenset({FINISHED, RELEASED})
 
 
@@ -244,6 +245,14 @@ def transitions(previous: Iterable[StepQuota], current: Iterable[StepQuota]) -> 
                 )
                 events.append(MetricEvent("reserved", lbl, secs))
     return events
+
+
+def format_duration(seconds: float | None) -> str:
+    """``1h05m`` from an hour on, else ``4m05s``; ``-`` for unknown."""
+    if seconds is None:
+        return "-"
+    s = int(seconds)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
 def _seconds(start: str, end: str) -> float | None:

@@ -68,6 +68,8 @@ class Plan:
     metrics: list[quota.MetricEvent] = field(default_factory=list)
     requeue_after: float | None = None
     state: str = ""  # TrainJob state for the gauge
+    waiting: tuple[quota.StepQuota, ...] = ()  # step Workloads waiting for quota (gauge)
+    leaked: tuple[quota.StepQuota, ...] = ()  # holding quota though done for good (gauge)
 
 
 def _meta(obj: Json) -> Json:
@@ -125,7 +127,11 @@ def plan(obs: Observed, now: datetime) -> Plan:
     else:
         out.requests += releases(obs, stop_all=False)
         _lifecycle(obs, prog, suspend, out)
-    _quota(obs, now, out)
+    records = quota_records(obs, now)
+    _quota(obs, records, now, out)
+    done = {group for group, _, _ in done_groups(obs, stop_all=finished)}
+    out.waiting = tuple(q for q in records if q.state in quota.WAITING)
+    out.leaked = tuple(q for q in records if q.state in quota.HOLDING and q.workload in done)
     want = desired.wire()
     have = {k: (tj.get("status") or {}).get(k) for k in want}
     if want and want != have:
@@ -191,39 +197,48 @@ def _live_groups(obs: Observed, wf: WorkflowView) -> list[str]:
     ]
 
 
-def releases(obs: Observed, stop_all: bool) -> list[api.Request]:
-    """Free the quota of step pod groups that are done for good (no quota leak)."""
-    ns = str(_meta(obs.trainjob)["namespace"])
+def done_groups(obs: Observed, stop_all: bool) -> list[tuple[str, Json, WorkflowView]]:
+    """(group, Workload, Workflow view) of step pod groups done for good whose Workload Kueue
+    has not finished: the Workflow is terminal or stopped, the step failed, or ``stop_all``."""
     by_name = {str(_meta(w)["name"]): w for w in obs.workloads}
     mine = owned(obs.trainjob, obs.workflows)
-    out: list[api.Request] = []
+    out = []
     for wf in mine:
         v = view(wf)
         for group, info in step_groups(wf).items():
             wl = by_name.get(group)
-            if wl is None or workload_finished(wl) or _meta(wl).get("deletionTimestamp"):
+            if wl is None or workload_finished(wl):
                 continue
             if workload_workflow(wl, obs.pods, mine, group) != v.name:
                 continue  # the group name is reused by a later segment: not this Workflow's
             step = v.steps.get(str(info["step"]))
             stopped = bool(v.stopped_for or v.shutdown)
-            done = v.terminal or stop_all or stopped or (step is not None and step.phase in FAILED)
-            if not done:
-                continue
-            pods = [p for p in obs.pods if group_of(p) == group]
-            phases = {(p.get("status") or {}).get("phase") for p in pods}
-            if pods and phases == {"Succeeded"}:
-                continue  # Kueue finishes a fully succeeded group itself
-            uid = str(_meta(wl).get("uid", ""))
-            if v.stopped_for or not pods or not all(_terminal_pod(p) for p in pods):
-                # a stopped step is re-run under the same group name: its Workload must go
-                out.append(api.delete(api.WORKLOAD, ns, group, uid))
-                continue
-            ann = [(_meta(p).get("annotations") or {}) for p in pods]
-            if not any(a.get(labels.KUEUE_RETRIABLE_IN_GROUP) == "false" for a in ann):
-                first = min(str(_meta(p)["name"]) for p in pods)
-                patch = {"metadata": {"annotations": {labels.KUEUE_RETRIABLE_IN_GROUP: "false"}}}
-                out.append(api.merge_patch(api.POD, ns, first, patch))
+            if v.terminal or stop_all or stopped or (step is not None and step.phase in FAILED):
+                out.append((group, wl, v))
+    return out
+
+
+def releases(obs: Observed, stop_all: bool) -> list[api.Request]:
+    """Free the quota of step pod groups that are done for good (no quota leak)."""
+    ns = str(_meta(obs.trainjob)["namespace"])
+    out: list[api.Request] = []
+    for group, wl, v in done_groups(obs, stop_all):
+        if _meta(wl).get("deletionTimestamp"):
+            continue
+        pods = [p for p in obs.pods if group_of(p) == group]
+        phases = {(p.get("status") or {}).get("phase") for p in pods}
+        if pods and phases == {"Succeeded"}:
+            continue  # Kueue finishes a fully succeeded group itself
+        uid = str(_meta(wl).get("uid", ""))
+        if v.stopped_for or not pods or not all(_terminal_pod(p) for p in pods):
+            # a stopped step is re-run under the same group name: its Workload must go
+            out.append(api.delete(api.WORKLOAD, ns, group, uid))
+            continue
+        ann = [(_meta(p).get("annotations") or {}) for p in pods]
+        if not any(a.get(labels.KUEUE_RETRIABLE_IN_GROUP) == "false" for a in ann):
+            first = min(str(_meta(p)["name"]) for p in pods)
+            patch = {"metadata": {"annotations": {labels.KUEUE_RETRIABLE_IN_GROUP: "false"}}}
+            out.append(api.merge_patch(api.POD, ns, first, patch))
     return out
 
 
@@ -266,11 +281,11 @@ def quota_records(obs: Observed, now: datetime) -> list[quota.StepQuota]:
     ]
 
 
-def _quota(obs: Observed, now: datetime, out: Plan) -> None:
+def _quota(obs: Observed, records: list[quota.StepQuota], now: datetime, out: Plan) -> None:
     tj = obs.trainjob
     meta = _meta(tj)
     old = quota.decode((meta.get("annotations") or {}).get(labels.QUOTA_ANNOTATION))
-    merged = quota.merge(old, quota_records(obs, now))
+    merged = quota.merge(old, records)
     if quota.signature(merged) == quota.signature(old):
         return
     patch = {"metadata": {"annotations": {labels.QUOTA_ANNOTATION: quota.encode(merged)}}}

@@ -1,18 +1,21 @@
-"""``trainweave status TRAINJOB``: steps, phases, admission, waits and GPU-hours.
+"""``trainweave status TRAINJOB`` and ``trainweave queues``: the cluster-reading commands.
 
-Reads the live TrainJob, its Workflows and pods (label ``trainweave.io/trainjob``)
+``status`` reads the live TrainJob, its Workflows and pods (label ``trainweave.io/trainjob``)
 and the step Workloads, folds them with the same pure functions the controller
 uses (``rollup``, ``quota``) and prints a table. Workloads that are gone are
-shown from the ``trainweave.io/quota`` annotation.
+shown from the ``trainweave.io/quota`` annotation. ``queues`` lists ClusterQueues,
+LocalQueues, Workloads, TrainJobs and Workflows once (read only) and prints
+``queues_view``'s per-ClusterQueue view.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from trainweave import labels
-from trainweave.integrations import api, quota
+from trainweave.integrations import api, queues_view, quota
 from trainweave.integrations.argo_view import step_groups, view
 from trainweave.integrations.reconcile import group_of, quota_records
 from trainweave.integrations.rollup import Observed, owned, progress
@@ -35,13 +38,6 @@ def observe(send: api.Send, namespace: str, name: str) -> Observed:
             if not err.not_found:
                 raise
     return Observed(tj, tuple(wfs), tuple(pods), tuple(workloads))
-
-
-def _dur(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    s = int(seconds)
-    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
 def render(obs: Observed, now: datetime, out: TextIO) -> None:
@@ -78,8 +74,8 @@ def render(obs: Observed, now: datetime, out: TextIO) -> None:
                     str(info.get("queue", "")),
                     q.cluster_queue if q and q.cluster_queue else "-",
                     admission,
-                    _dur(q.wait_seconds) if q else "-",
-                    _dur(q.hold_seconds) if q else "-",
+                    quota.format_duration(q.wait_seconds) if q else "-",
+                    quota.format_duration(q.hold_seconds) if q else "-",
                     f"{q.gpu_hours:.3f}" if q else "-",
                 )
             )
@@ -88,7 +84,7 @@ def render(obs: Observed, now: datetime, out: TextIO) -> None:
         out.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
     tot = quota.totals(records)
     out.write(
-        f"total admission wait: {_dur(tot['waitSeconds'])}  GPU-hours: {tot['gpuHours']:.3f}\n"
+        f"total admission wait: {quota.format_duration(tot['waitSeconds'])}  GPU-hours: {tot['gpuHours']:.3f}\n"
     )
     for js in (tj.get("status") or {}).get("jobsStatus") or []:
         out.write(
@@ -109,3 +105,56 @@ def main(name: str, namespace: str, kubeconfig: str | None, out: TextIO) -> int:
         return 1
     render(obs, datetime.now(timezone.utc), out)
     return 0
+
+
+def list_all(send: api.Send, kind: api.Kind, namespace: str = "", selector: str = "") -> list[Json]:
+    """Every item of a collection, paged 500 at a time."""
+    items: list[Json] = []
+    cont = ""
+    while True:
+        params = {"limit": "500"} | ({"continue": cont} if cont else {})
+        page = send(api.list_(kind, namespace, selector, **params))
+        items += page.get("items") or []
+        cont = (page.get("metadata") or {}).get("continue") or ""
+        if not cont:
+            return items
+
+
+def read_queues(send: api.Send, namespace: str = "") -> queues_view.Cluster:
+    """One read of what ``trainweave queues`` shows (``namespace`` empty: all)."""
+    return queues_view.Cluster(
+        cluster_queues=tuple(list_all(send, api.CLUSTER_QUEUE)),
+        local_queues=tuple(list_all(send, api.LOCAL_QUEUE, namespace)),
+        workloads=tuple(list_all(send, api.WORKLOAD, namespace)),
+        trainjobs=tuple(list_all(send, api.TRAINJOB, namespace)),
+        workflows=tuple(list_all(send, api.WORKFLOW, namespace, labels.TRAINJOB)),
+    )
+
+
+def queues(
+    send: api.Send, now: datetime, out: TextIO, namespace: str, cluster_queue: str, output: str
+) -> int:
+    """The ``queues`` command on ``send``: 0, or 1 on an API error."""
+    try:
+        cluster = read_queues(send, namespace)
+    except api.ApiError as err:
+        out.write(f"error: {err}\n")
+        return 1
+    view = queues_view.queues_view(cluster, now, namespace, cluster_queue)
+    if output == "json":
+        json.dump(queues_view.to_json(view, now), out, indent=2)
+        out.write("\n")
+    else:
+        out.write(queues_view.format_table(view))
+    return 0
+
+
+def queues_main(
+    namespace: str, cluster_queue: str, output: str, kubeconfig: str | None, out: TextIO
+) -> int:
+    """The ``queues`` command against the cluster of ``kubeconfig``."""
+    from trainweave.integrations.kube import KubeClient, load_configuration
+
+    client = KubeClient(load_configuration(kubeconfig))
+    now = datetime.now(timezone.utc)
+    return queues(client.send, now, out, namespace, cluster_queue, output)

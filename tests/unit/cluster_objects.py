@@ -31,6 +31,8 @@ def trainjob(
     jobs: list[Json] | None = None,
     annotations: dict[str, str] | None = None,
     created: str = T0,
+    namespace: str = "ns",
+    uid: str = UID,
 ) -> Json:
     spec: Json = {"runtimeRef": {"name": "rt", "kind": "ClusterTrainingRuntime"}}
     if suspend:
@@ -47,8 +49,8 @@ def trainjob(
         "kind": "TrainJob",
         "metadata": {
             "name": name,
-            "namespace": "ns",
-            "uid": UID,
+            "namespace": namespace,
+            "uid": uid,
             "creationTimestamp": created,
             "annotations": dict(annotations or {}),
         },
@@ -109,6 +111,7 @@ def workflow(
     stopped_for: str = "",
     compressed: bool = False,
     owner_uid: str = UID,
+    namespace: str = "ns",
 ) -> Json:
     name = tj if attempt == 0 else f"{tj}-r{attempt}"
     if segment:
@@ -190,7 +193,7 @@ def workflow(
         "kind": "Workflow",
         "metadata": {
             "name": name,
-            "namespace": "ns",
+            "namespace": namespace,
             "uid": f"wf-{name}",
             "annotations": ann,
             "labels": {L.TRAINJOB: tj, L.ATTEMPT: str(attempt), L.SEGMENT: str(segment)},
@@ -257,6 +260,8 @@ def workload(
     usage: dict[str, str] | None = None,
     flavors: dict[str, str] | None = None,
     cq: str = "cq",
+    namespace: str = "ns",
+    evicted: str | None = None,
 ) -> Json:
     conds: list[Json] = []
     status: Json = {}
@@ -298,6 +303,15 @@ def workload(
                 "lastTransitionTime": created,
             }
         )
+    if evicted:  # Kueue: QuotaReserved=False and Evicted=True, admission removed
+        conds.append(
+            {
+                "type": "Evicted",
+                "status": "True",
+                "reason": "Preempted",
+                "lastTransitionTime": evicted,
+            }
+        )
     if finished:
         conds.append(
             {
@@ -313,10 +327,70 @@ def workload(
         "kind": "Workload",
         "metadata": {
             "name": name,
-            "namespace": "ns",
+            "namespace": namespace,
             "uid": f"wl-{name}",
             "creationTimestamp": created,
         },
         "spec": {"queueName": queue},
         "status": status,
+    }
+
+
+def cluster_queue(
+    name: str,
+    nominal: dict[str, dict[str, str]],
+    *,
+    reserved: dict[str, dict[str, str]] | None = None,
+    cohort: str = "",
+    admitted: int = 0,
+    pending: int = 0,
+) -> Json:
+    """A Kueue v1beta2 ClusterQueue: ``nominal`` and ``reserved`` are {flavor: {resource: qty}}
+    (one resource group), as ``spec.resourceGroups`` and ``status.flavorsReservation``."""
+    covered = sorted({r for res in nominal.values() for r in res})
+    spec: Json = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {
+                "coveredResources": covered,
+                "flavors": [
+                    {
+                        "name": flavor,
+                        "resources": [{"name": r, "nominalQuota": q} for r, q in res.items()],
+                    }
+                    for flavor, res in nominal.items()
+                ],
+            }
+        ],
+    }
+    if cohort:
+        spec["cohortName"] = cohort
+    status: Json = {
+        "admittedWorkloads": admitted,
+        "pendingWorkloads": pending,
+        "reservingWorkloads": admitted,
+        "flavorsReservation": [
+            {
+                "name": flavor,
+                "resources": [{"name": r, "total": q, "borrowed": "0"} for r, q in res.items()],
+            }
+            for flavor, res in (reserved or {}).items()
+        ],
+    }
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name, "uid": f"cq-{name}"},
+        "spec": spec,
+        "status": status,
+    }
+
+
+def local_queue(name: str, cq: str, *, namespace: str = "ns") -> Json:
+    """A Kueue v1beta2 LocalQueue pointing at ClusterQueue ``cq``."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"lq-{namespace}-{name}"},
+        "spec": {"clusterQueue": cq},
     }

@@ -1,0 +1,104 @@
+"""The per-step gauges the Prometheus rules read: steps waiting for quota (since when) and
+steps holding quota though done for good (a leak), from the plan to /metrics."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+from prometheus_client import generate_latest
+
+from tests.unit.cluster_objects import T0, Pod, StepState, pod, trainjob, workflow, workload
+from trainweave.integrations import quota, reconcile
+from trainweave.integrations.metrics import Metrics
+from trainweave.integrations.rollup import Observed
+
+NOW = datetime(2026, 11, 1, 10, 30, tzinfo=timezone.utc)
+INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", 0)])
+STARTED = {"trainweave.io/attempts": "1"}
+WAIT = "trainweave_step_waiting_since_seconds"
+LEAK = "trainweave_step_quota_leaked"
+
+
+def test_plan_lists_the_step_waiting_for_quota() -> None:
+    wf = workflow({"init": INIT_OK, "trainer": StepState("Pending", role="trainer", queue="gpu")})
+    wls = (
+        workload("ft-init-a0", reserved=T0, finished="2026-11-01T10:01:00Z"),
+        workload(
+            "ft-trainer-a0", queue="gpu", pending_reason="Pending", created="2026-11-01T10:02:00Z"
+        ),
+    )
+    plan = reconcile.plan(Observed(trainjob(annotations=STARTED), (wf,), (), wls), NOW)
+    assert [(q.workload, q.state, q.created) for q in plan.waiting] == [
+        ("ft-trainer-a0", "Pending", "2026-11-01T10:02:00Z")
+    ]
+    assert plan.leaked == ()
+
+
+@pytest.mark.parametrize(
+    ("trainer", "phase", "leaked"),
+    [
+        pytest.param(
+            StepState("Running", [Pod("node-0-0", "Running")]),
+            "Running",
+            [],
+            id="running-holds-rightly",
+        ),
+        pytest.param(
+            StepState("Failed", [Pod("node-0-0", "Failed", 1)]),
+            "Failed",
+            ["ft-trainer-a0"],
+            id="failed-still-holding",
+        ),
+        pytest.param(
+            StepState("Succeeded", [Pod("node-0-0", "Succeeded", 0)]),
+            "Succeeded",
+            ["ft-trainer-a0"],
+            id="succeeded-not-finished-by-kueue",
+        ),
+    ],
+)
+def test_plan_lists_quota_held_by_steps_done_for_good(
+    trainer: StepState, phase: str, leaked: list[str]
+) -> None:
+    """A step Workload still holding quota once its Workflow is over is a leak (the controller
+    releases it; the gauge shows until Kueue lets go). A Finished Workload holds nothing."""
+    trainer.role, trainer.queue = "trainer", "gpu"
+    wf = workflow({"init": INIT_OK, "trainer": trainer}, phase=phase)
+    pods = (
+        pod("ft", "init", "init-0-0", "Succeeded"),
+        pod("ft", "trainer", "node-0-0", trainer.pods[0].phase),
+    )
+    wls = (
+        workload("ft-init-a0", reserved=T0, finished="2026-11-01T10:01:00Z"),
+        workload("ft-trainer-a0", queue="gpu", reserved="2026-11-01T10:02:00Z", cq="gpu-cq"),
+    )
+    plan = reconcile.plan(Observed(trainjob(annotations=STARTED), (wf,), pods, wls), NOW)
+    assert [q.workload for q in plan.leaked] == leaked
+    assert plan.waiting == ()
+
+
+def sample(m: Metrics, name: str, **labels: str) -> float | None:
+    return m.registry.get_sample_value(name, labels)
+
+
+def test_gauges_follow_each_reconcile_and_go_with_the_trainjob() -> None:
+    m = Metrics()
+    waiting = quota.StepQuota(
+        "ft-trainer-a0", step="trainer", queue="gpu", created="2026-11-01T10:02:00Z"
+    )
+    leaked = quota.StepQuota(
+        "ft-init-a0", step="init", queue="cpu", cluster_queue="cpu-cq", state="Admitted"
+    )
+    m.set_steps("ns/ft", [waiting], [leaked])
+    m.set_steps("ns/other", [waiting], [])
+    since = datetime(2026, 11, 1, 10, 2, tzinfo=timezone.utc).timestamp()
+    assert sample(m, WAIT, namespace="ns", trainjob="ft", step="trainer", queue="gpu") == since
+    assert sample(m, LEAK, namespace="ns", trainjob="ft", step="init", cluster_queue="cpu-cq") == 1
+    m.set_steps("ns/ft", [], [leaked])  # admitted: no longer waiting
+    assert sample(m, WAIT, namespace="ns", trainjob="ft", step="trainer", queue="gpu") is None
+    assert sample(m, LEAK, namespace="ns", trainjob="ft", step="init", cluster_queue="cpu-cq") == 1
+    m.set_steps("ns/ft")  # TrainJob gone
+    text = generate_latest(m.registry).decode()
+    assert 'trainjob="ft"' not in text
+    assert sample(m, WAIT, namespace="ns", trainjob="other", step="trainer", queue="gpu") == since
