@@ -195,6 +195,15 @@ def _job(
         [str(c.get("name", "")) for c in pod_spec.get("initContainers") or []],
         path,
     )
+    if job_spec.get("podFailurePolicy") and pod_spec.get("restartPolicy", "OnFailure") != "Never":
+        errors.append(
+            InputError(
+                f"{path}.template.spec.restartPolicy",
+                "must be Never with a podFailurePolicy (JobSet defaults it to OnFailure, and the"
+                " Job API then refuses the Job: upstream's JobSet would never create it)",
+                reason=Reason.INVALID_RUNTIME,
+            )
+        )
     if pod_spec.get("restartPolicy") == "Always":
         errors.append(
             InputError(

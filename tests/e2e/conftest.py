@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import signal
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from kubernetes import client
@@ -22,6 +26,8 @@ from .kube import (
     wait_until,
 )
 
+CLUSTER_PY = Path(__file__).resolve().parents[2] / "hack" / "cluster.py"
+
 
 @pytest.fixture(scope="session")
 def kube_api() -> Iterator[client.ApiClient]:
@@ -36,6 +42,16 @@ def kube_api() -> Iterator[client.ApiClient]:
     client.VersionApi(api).get_code()  # fail fast when the cluster is down
     yield api
     api.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def upstream_off(kube_api: client.ApiClient) -> None:
+    """Kubeflow Trainer + JobSet off (hack/cluster.py state) before anything runs: a run that died
+    inside tests/e2e/test_upstream.py must not leave Trainer's controller and Kueue's TrainJob
+    integration acting on the next run's TrainJobs."""
+    state = default_kubeconfig().parent / "cluster.json"
+    if state.exists() and json.loads(state.read_text()).get("upstream"):
+        subprocess.run([sys.executable, str(CLUSTER_PY), "upstream", "off"], check=True)
 
 
 @pytest.fixture(scope="session")

@@ -20,99 +20,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.oracle import harness
 
 from .controller_proc import ControllerProc
-from .kube import ARGO, KUEUE, Kube, condition, default_kubeconfig, load_manifest, wait_until
+from .kube import KUEUE, Kube, condition, default_kubeconfig, load_manifest, wait_until
+from .pipelines import RJOBS, TRAINER, apply, example, trainjob, wait_condition, workflows
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
-TRAINER = ("trainer.kubeflow.org", "v1alpha1")
 HOLD = "trainweave.test/hold"  # a finalizer that keeps a pod until the test lets go
-RJOBS = ("dataset-initializer", "model-initializer", "node", "model-exporter")
 Json = dict[str, Any]
-
-
-def example(
-    ns: str,
-    name: str = "ft",
-    *,
-    codes: dict[str, list[int]] | None = None,
-    duration: str = "1s",
-    durations: dict[str, str] | None = None,
-    max_restarts: int = 0,
-    deadline: int | None = None,
-    suspend: bool = False,
-    nodes: int = 2,
-    gpus: int = 1,
-    runtime_name: str = "llm-finetune",
-) -> tuple[Json, Json]:
-    """The llm-finetune example in ``ns``, sized for kwok, with pod outcome knobs."""
-    tj = yaml.safe_load((ROOT / "examples/llm-finetune/trainjob.yaml").read_text())
-    rt = yaml.safe_load((ROOT / "examples/llm-finetune/runtime.yaml").read_text())
-    tj["metadata"] = {"name": name, "namespace": ns}
-    rt["metadata"]["namespace"] = ns
-    rt["metadata"]["name"] = runtime_name
-    tj["spec"]["runtimeRef"]["name"] = "llm-finetune"
-    for init in ("dataset", "model"):
-        tj["spec"]["initializer"][init].pop("secretRef", None)
-    spec = rt["spec"]["template"]["spec"]
-    spec.pop("volumeClaimPolicies", None)
-    if max_restarts:
-        spec["failurePolicy"] = {"maxRestarts": max_restarts}
-    for rjob in spec["replicatedJobs"]:
-        meta = rjob["template"]["metadata"]
-        queue = meta["labels"]["kueue.x-k8s.io/queue-name"]
-        meta["labels"]["kueue.x-k8s.io/queue-name"] = queue.removesuffix("-queue")
-        pod = rjob["template"]["spec"]["template"]
-        pod["spec"]["volumes"] = [{"name": "initializer", "emptyDir": {}}]  # PVC stand-in
-        for c in pod["spec"]["containers"]:
-            c.setdefault("command", ["true"])  # Argo's emissary cannot look images up offline
-            if "resources" in c:
-                c["resources"] = {"requests": {"cpu": "1", "memory": "1Gi"}}
-        ann = pod.setdefault("metadata", {}).setdefault("annotations", {})
-        ann["trainweave.test/duration"] = (durations or {}).get(rjob["name"], duration)
-        ann["trainweave.test/attempt"] = "{{retries}}"
-        for i, code in enumerate((codes or {}).get(rjob["name"], [])):
-            ann[f"trainweave.test/exit-code.{i}"] = str(code)
-    tj["spec"]["trainer"]["numNodes"] = nodes
-    gpu = {"nvidia.com/gpu": str(gpus)}
-    tj["spec"]["trainer"]["resourcesPerNode"] = {
-        "requests": {"cpu": "1", "memory": "1Gi", **gpu},
-        "limits": gpu,
-    }
-    if deadline:
-        tj["spec"]["activeDeadlineSeconds"] = deadline
-    else:
-        tj["spec"].pop("activeDeadlineSeconds", None)
-    if suspend:
-        tj["spec"]["suspend"] = True
-    return tj, rt
-
-
-def apply(kube: Kube, ns: str, tj: Json, rt: Json | None) -> None:
-    if rt is not None:
-        kube.create(TRAINER, "trainingruntimes", rt, ns)
-    kube.create(TRAINER, "trainjobs", tj, ns)
-
-
-def trainjob(kube: Kube, ns: str, name: str = "ft") -> Json:
-    return kube.custom.get_namespaced_custom_object(*TRAINER, ns, "trainjobs", name)  # type: ignore[no-any-return]
-
-
-def wait_condition(kube: Kube, ns: str, ctype: str, timeout: float = 180, name: str = "ft") -> Json:
-    def ok() -> Json | None:
-        tj = trainjob(kube, ns, name)
-        c = condition(tj, ctype)
-        return tj if c and c.get("status") == "True" else None
-
-    return wait_until(f"TrainJob {name} {ctype}", ok, timeout=timeout)
-
-
-def workflows(kube: Kube, ns: str) -> list[Json]:
-    return kube.list(ARGO, "workflows", ns)  # type: ignore[no-any-return]
 
 
 def test_llm_finetune_completes(

@@ -98,7 +98,14 @@ def _no_containers(rt: RuntimeBuilder, tj: Json) -> None:
     rt.job_spec("node")["template"]["spec"]["containers"] = []
 
 
+def _pod_failure_policy_on_failure(rt: RuntimeBuilder, tj: Json) -> None:
+    rt.job_spec("node")["podFailurePolicy"] = {
+        "rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [1]}}]
+    }
+
+
 def _exit_code_container(rt: RuntimeBuilder, tj: Json) -> None:
+    rt.job_spec("node")["template"]["spec"]["restartPolicy"] = "Never"
     rt.job_spec("node")["podFailurePolicy"] = {
         "rules": [
             {
@@ -226,6 +233,13 @@ CASES: list[tuple[str, Callable[[RuntimeBuilder, Json], None], list[str]]] = [
         "no-containers",
         _no_containers,
         [f"RT: {RJ}[0].template.spec.template.spec.containers: must hold at least one container"],
+    ),
+    (
+        "pod-failure-policy-on-failure",
+        _pod_failure_policy_on_failure,
+        [
+            f"RT: {RJ}[0].template.spec.template.spec.restartPolicy: must be Never with a podFailurePolicy (JobSet defaults it to OnFailure, and the Job API then refuses the Job: upstream's JobSet would never create it)"
+        ],
     ),
     (
         "exit-code-other-container",

@@ -45,6 +45,7 @@ def two_container_runtime(**job_spec: Any) -> RuntimeBuilder:
     rt.container("node")["resources"] = {"requests": {"cpu": "4"}}
     rt.job_spec("node")["template"]["spec"]["containers"].append(dict(UPLOADER))
     rt.job_spec("node").update(job_spec)
+    rt.job_spec("node")["template"]["spec"]["restartPolicy"] = "Never"
     return rt
 
 

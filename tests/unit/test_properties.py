@@ -41,6 +41,7 @@ def inputs(draw: st.DrawFn) -> tuple[Json, Json]:
                 {"action": action, "onExitCodes": {"operator": "In", "values": sorted(codes)}}
             ]
         }
+        spec["template"]["spec"]["restartPolicy"] = "Never"
     if draw(st.booleans()):
         spec["activeDeadlineSeconds"] = draw(st.integers(1, 10**6))
     trainer: Json = {"numNodes": draw(st.integers(1, 16))}
