@@ -150,6 +150,20 @@ class WorkflowView:
                     return found
         return None
 
+    def failed_slot(self) -> str:
+        """The pod slot (``<job>-<replica>-<index>``) of the first failure ("" if none is known):
+        the judged job's first failed pod, else the first failed step's."""
+        verdict = self.verdict() if self.backoff_job else None
+        for step in self.steps.values():
+            pods = [p for p in step.pods if p.failures or p.phase in FAILED]
+            if verdict is not None:
+                pods = [p for p in pods if p.slot.rsplit("-", 2)[0] == verdict.job]
+            elif step.phase not in FAILED:
+                continue
+            if pods:
+                return sorted(pods, key=lambda p: p.slot)[0].slot
+        return ""
+
     def failure(self) -> tuple[str, str]:
         """``(step, message)`` naming the step that failed and its exit code."""
         verdict = self.verdict() if self.backoff_job else None

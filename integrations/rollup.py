@@ -36,7 +36,12 @@ Json = dict[str, Any]
 MSG_SUSPENDED = "TrainJob is suspended"
 MSG_RESUMED = "TrainJob is resumed"
 MSG_DEADLINE = "TrainJob exceeded its active deadline"
-MSG_COMPLETE = "All steps completed successfully"
+# JobSet v0.12.0's condition messages (pkg/constants), which Trainer copies onto the TrainJob; a
+# failure names the first failed Job as JobSet does, ``<trainjob>-<job>-<replica>``, and then says
+# which pod and exit code (docs/fidelity.md, the dynamic oracle).
+MSG_COMPLETE = "jobset completed successfully"
+MSG_FAILED_JOBS = "jobset failed due to one or more job failures"
+MSG_MAX_RESTARTS = "jobset failed due to reaching max number of restarts"
 ARGO_NODE_NAME = "workflows.argoproj.io/node-name"
 KUEUE_ADMISSION_GATE = "kueue.x-k8s.io/admission"
 
@@ -242,14 +247,21 @@ def rollup(obs: Observed, now: datetime) -> Status:
         )
         due = None
     elif prog.state == "failed" and prog.exhausted and not spec.get("suspend"):
-        _, message = prog.latest.failure() if prog.latest else ("", "")
+        _, detail = prog.latest.failure() if prog.latest else ("", "")
+        slot = prog.latest.failed_slot() if prog.latest else ""
+        first = f" (first failed job: {meta_name(tj)}-{slot.rsplit('-', 1)[0]})" if slot else ""
         if prog.max_restarts > 0:
-            reason = Reason.REACHED_MAX_RESTARTS
-            message = f"{message}; reached maxRestarts={prog.max_restarts}"
+            reason, head = Reason.REACHED_MAX_RESTARTS, MSG_MAX_RESTARTS
+            detail = f"{detail}; reached maxRestarts={prog.max_restarts}"
         else:
-            reason = Reason.FAILED_JOBS
+            reason, head = Reason.FAILED_JOBS, MSG_FAILED_JOBS
+        message = f"{head}{first}: {detail}"
         conds = set_condition(conds, ConditionType.FAILED, True, reason, message, stamp)
     return Status(conds, jobs, due)
+
+
+def meta_name(obj: Json) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
 
 
 def argo_deadline(prog: Progress) -> bool:

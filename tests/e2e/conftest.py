@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -70,7 +71,7 @@ def namespace(kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
     a Secret, ConfigMap, PVC, ServiceAccount or Service it needs and that does not exist fails
     the test at teardown.
     """
-    base = request.node.name.replace("_", "-").lower()[:40].strip("-")
+    base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.replace("_", "-").lower())[:40].strip("-")
     name = f"{base}-{uuid.uuid4().hex[:5]}"
     kube.create_namespace(name, {E2E_NAMESPACE_LABEL: "true"})
     checker = Integrity(kube.api, name).start()

@@ -167,7 +167,8 @@ def test_failjob_on_a_second_container_fails_the_step_at_once(
     cond = condition(got, "Failed")
     assert cond is not None and cond["reason"] == "FailedJobs", cond
     assert cond["message"] == (
-        "step 'node' failed: job 'node': PodFailurePolicy: Container uploader for pod node-0-0"
+        "jobset failed due to one or more job failures (first failed job: ft-node-0):"
+        " step 'node' failed: job 'node': PodFailurePolicy: Container uploader for pod node-0-0"
         " failed with exit code 42 matching FailJob rule at index 0"
     ), cond
     (wf,) = workflows(kube, namespace)

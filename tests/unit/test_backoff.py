@@ -171,7 +171,8 @@ def test_stopped_step_fails_the_trainjob_with_backoff_limit_exceeded() -> None:
     failed = [c for c in status.conditions if c["type"] == "Failed"]
     assert [(c["status"], c["reason"]) for c in failed] == [("True", "FailedJobs")]
     assert failed[0]["message"] == (
-        "step 'node' failed: job 'node': BackoffLimitExceeded:"
+        "jobset failed due to one or more job failures (first failed job: ft-node-0):"
+        " step 'node' failed: job 'node': BackoffLimitExceeded:"
         " Job has reached the specified backoff limit"
     )
 

@@ -207,7 +207,8 @@ def test_the_step_fails_with_the_job_controllers_pod_failure_policy_reason() -> 
     status = rollup(Observed(trainjob(annotations={L.ATTEMPTS_ANNOTATION: "1"}), (wf,)), NOW)
     (failed,) = [c for c in status.conditions if c["type"] == "Failed"]
     assert failed["message"] == (
-        "step 'node' failed: job 'node': PodFailurePolicy: Container uploader for pod node-0-0"
+        "jobset failed due to one or more job failures (first failed job: ft-node-0):"
+        " step 'node' failed: job 'node': PodFailurePolicy: Container uploader for pod node-0-0"
         " failed with exit code 42 matching FailJob rule at index 0"
     )
 

@@ -43,7 +43,7 @@ CASES = [
                 phase="Succeeded",
             )
         ],
-        {"Complete": ("True", "AllJobsCompleted", "All steps completed successfully")},
+        {"Complete": ("True", "AllJobsCompleted", "jobset completed successfully")},
         id="all-steps-succeeded",
     ),
     pytest.param(
@@ -63,7 +63,7 @@ CASES = [
             "Failed": (
                 "True",
                 "FailedJobs",
-                "step 'trainer' failed: pod 'node-0-0' exited with exit code 3 (main: Error (exit code 3))",
+                "jobset failed due to one or more job failures (first failed job: ft-node-0): step 'trainer' failed: pod 'node-0-0' exited with exit code 3 (main: Error (exit code 3))",
             )
         },
         id="permanent-exit-code",
@@ -87,7 +87,7 @@ CASES = [
             "Failed": (
                 "True",
                 "FailedJobs",
-                "step 'init' failed: pod 'init-0-0' exited with exit code 42",
+                "jobset failed due to one or more job failures (first failed job: ft-init-0): step 'init' failed: pod 'init-0-0' exited with exit code 42",
             )
         },
         id="retry-exhausted-last-attempt-code",
@@ -125,7 +125,7 @@ CASES = [
             "Failed": (
                 "True",
                 "FailedJobs",
-                "step 'init' failed: pod 'init-0-0' exited (pod deleted)",
+                "jobset failed due to one or more job failures (first failed job: ft-init-0): step 'init' failed: pod 'init-0-0' exited (pod deleted)",
             )
         },
         id="error-pod-deleted-no-exit-code",
@@ -165,7 +165,7 @@ CASES = [
             "Failed": (
                 "True",
                 "ReachedMaxRestarts",
-                "step 'init' failed: pod 'init-0-0' exited with exit code 7; reached maxRestarts=2",
+                "jobset failed due to reaching max number of restarts (first failed job: ft-init-0): step 'init' failed: pod 'init-0-0' exited with exit code 7; reached maxRestarts=2",
             )
         },
         id="max-restarts-spent",
@@ -179,7 +179,7 @@ CASES = [
             ),
             workflow({"init": INIT_OK}, phase="Succeeded", max_restarts=1, attempt=1),
         ],
-        {"Complete": ("True", "AllJobsCompleted", "All steps completed successfully")},
+        {"Complete": ("True", "AllJobsCompleted", "jobset completed successfully")},
         id="second-attempt-succeeds",
     ),
     pytest.param(
@@ -193,7 +193,7 @@ CASES = [
                 compressed=True,
             )
         ],
-        {"Complete": ("True", "AllJobsCompleted", "All steps completed successfully")},
+        {"Complete": ("True", "AllJobsCompleted", "jobset completed successfully")},
         id="compressed-nodes",
     ),
     pytest.param(
@@ -213,7 +213,7 @@ CASES = [
                 segment=1,
             ),
         ],
-        {"Complete": ("True", "AllJobsCompleted", "All steps completed successfully")},
+        {"Complete": ("True", "AllJobsCompleted", "jobset completed successfully")},
         id="resumed-segment-succeeds",
     ),
     pytest.param(
