@@ -124,27 +124,31 @@ def started() -> Json:
         (
             [Pod("node-0-0", "Failed", 1), Pod("node-0-1", "Failed", 1),
              Pod("node-0-0", "Running", attempt=1)],
-            False,
+            [],
         ),
         (
             [Pod("node-0-0", "Failed", 1), Pod("node-0-1", "Failed", 1),
              Pod("node-0-0", "Failed", 1, attempt=1), Pod("node-0-1", "Running", attempt=1)],
-            True,
+            ["job-failed/node"],
         ),
         (
             [Pod("node-0-0", "Failed", 143), Pod("node-0-1", "Error"),
              Pod("node-0-0", "Failed", 1, attempt=1), Pod("node-0-1", "Running", attempt=1)],
-            False,
+            [],
         ),
     ],
     ids=["two-failures-within-2", "third-failure-across-pods", "disruptions-do-not-count"],
 )  # fmt: skip
-def test_the_third_counted_failure_of_the_step_stops_it(pods: list[Pod], stopped: bool) -> None:
+def test_the_third_counted_failure_of_the_step_stops_it(
+    pods: list[Pod], stopped: list[str]
+) -> None:
     plan = reconcile.plan(Observed(started(), (running(pods),)), NOW)
-    stops = [r for r in plan.requests if (r.body or {}).get("spec", {}).get("shutdown")]
-    assert bool(stops) is stopped
-    if stopped:
-        assert stops[0].body["metadata"]["annotations"][L.STOPPED_FOR] == "job-failed/node"
+    stops = [
+        r.body["metadata"]["annotations"][L.STOPPED_FOR]
+        for r in plan.requests
+        if (r.body or {}).get("spec", {}).get("shutdown")
+    ]
+    assert stops == stopped
 
 
 def test_stopped_step_fails_the_trainjob_with_backoff_limit_exceeded() -> None:

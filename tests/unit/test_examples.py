@@ -10,7 +10,6 @@ import os
 import pytest
 import yaml
 
-# test_retry.py imports EXAMPLES from here: kept importable until it reads tests.unit.examples
 from tests.unit.examples import EXAMPLES, NAMES, render_example
 
 

@@ -303,7 +303,7 @@ def test_resume_starts_next_segment_without_finished_steps() -> None:
         wls,
     )
     plan = reconcile.plan(obs, NOW)
-    assert plan.start == reconcile.Start(0, 1, frozenset({"init"}), False)
+    assert plan.start == reconcile.Start(attempt=0, segment=1, skip_steps=frozenset({"init"}))
     # not while the interrupted step's Workload still exists
     live = (*wls, workload("ft-trainer-a0", queue="gpu", reserved="2026-11-01T10:02:00Z"))
     assert reconcile.plan(Observed(obs.trainjob, (stopped,), pods, live), NOW).start is None
@@ -319,7 +319,7 @@ def test_failure_with_budget_starts_a_fresh_attempt() -> None:
     wls = (workload("ft-init-a0", reserved=T0),)
     obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}), (failed,), pods, wls)
     plan = reconcile.plan(obs, NOW)
-    assert plan.start == reconcile.Start(1, 0, frozenset(), False)
+    assert plan.start == reconcile.Start(attempt=1)
     bodies = [r.body for r in plan.requests]
     assert {"metadata": {"annotations": {"trainweave.io/attempts": "2"}}} in bodies
     # Argo gave up on the old attempt's group: released, pods kept for their logs

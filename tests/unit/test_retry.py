@@ -67,7 +67,7 @@ def test_daemon_pods_have_no_retry_strategy() -> None:
     (found on the engines by the deepspeed/mlx catalog e2e tests): daemons are not retried."""
     import yaml
 
-    from tests.unit.test_examples import EXAMPLES
+    from tests.unit.examples import EXAMPLES
 
     wf = next(yaml.safe_load_all((EXAMPLES / "mpi" / "rendered.yaml").read_text()))
     daemons = [t for t in wf["spec"]["templates"] if t.get("daemon")]
