@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv example test unit lint typecheck bench linktree promtool
+.PHONY: venv example test unit lint typecheck bench bench-admission linktree promtool
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,5 +53,17 @@ typecheck: venv linktree
 ## Render throughput vs targets (first run creates ~/.cache/trainweave/bench-venv with kfp 2.17.3).
 bench: venv
 	$(PY) benchmarks/render.py
+
+## GPU admission, upstream (Trainer + JobSet + Kueue) against trainweave on the same engines: the
+## three traces of 24 TrainJobs (about 40 min; BENCH_ARGS="--trace init-heavy --trainjobs 4" for
+## a short one). Starts the local control plane if it is not up (and stops it after).
+BENCH_ARGS ?=
+bench-admission: venv
+	$(PY) -c "import matplotlib" 2>/dev/null || $(VENV)/bin/pip install -q "matplotlib==3.11.2"
+	@if $(PY) hack/cluster.py status --strict >/dev/null 2>&1; then started=0; \
+	else $(PY) hack/cluster.py up || exit 1; started=1; fi; \
+	$(PY) benchmarks/admission.py $(BENCH_ARGS); rc=$$?; \
+	if [ $$started -eq 1 ]; then $(PY) hack/cluster.py down || rc=1; fi; \
+	exit $$rc
 
 include hack/cluster.mk
