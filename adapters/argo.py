@@ -14,7 +14,7 @@ Pure. One Workflow per TrainJob attempt, in the TrainJob's namespace:
   ``podSpecPatch`` for the pod fields Argo templates lack (hostname/subdomain
   for stable DNS among them);
 - ``retryStrategy`` from the Job's RetryPolicy (``adapters.retry``);
-- no queue label at workflow level (design decision 8);
+- no queue label at workflow level (docs/design.md, D8);
 - an exit handler deleting the step Workloads of a failed run, where no
   controller does it (``RenderOptions.exit_cleanup``).
 

@@ -1,4 +1,4 @@
-"""replicatedJobs + ``dependsOn`` -> the step DAG (design decision 2).
+"""replicatedJobs + ``dependsOn`` -> the step DAG (docs/design.md, D2).
 
 Pure. A ``Complete`` edge orders two steps; a ``Ready`` edge joins both jobs
 into one step (one Kueue gang, admitted together). JobSet's own rules hold:

@@ -1,14 +1,15 @@
 """batch/v1 JobSpec (inside a runtime replicatedJob) -> pod count and RetryPolicy.
 
 Pure. Each Job field has an exact meaning in trainweave's model or is rejected
-by name (design decision 4):
+by name (docs/design.md, D4):
 
 - ``parallelism``/``completions``: a step is a gang, so both must be equal
   (pods = completions); ``completionMode`` either way (indexes are rendered).
 - ``backoffLimitPerIndex``: exact as a per-pod Argo retry limit.
 - ``backoffLimit``: exact for a one-pod Job. For a multi-pod Job it is a budget
-  shared by all pods, which Argo cannot keep (it retries each pod on its own):
-  accepted only as 0; unset means Kubernetes' default 6, applied per pod.
+  shared by all pods, which Argo cannot keep (it retries each pod on its own), so
+  the controller keeps it (``RetryPolicy.shared``; docs/design.md, D12); unset
+  means Kubernetes' default 6.
 - ``podFailurePolicy``: exit-code rules (``containerName`` any container or init container
   of the pod) and ``DisruptionTarget`` conditions -> the Argo retry expression, rule order
   kept; for a pod of several containers the controller judges them (``RetryPolicy.judged``).
