@@ -39,7 +39,7 @@ NODE_COUNT = sum(int(pool["count"]) for pool in POOLS.values())
 # Kueue's waitForPodsReady, set deliberately (docs/local-control-plane.md, docs/engines.md):
 # a gang that is not all Ready 5 min after admission is evicted and requeued; recoveryTimeout 0s
 # turns the v0.19.2 recovery check off, which otherwise evicts a multi-pod group in which one pod
-# already Succeeded while the others still run (kueue-podgroups.md 2.4).
+# already Succeeded while the others still run (docs/design.md, D1).
 WAIT_FOR_PODS_READY = {
     "timeout": "5m",
     "recoveryTimeout": "0s",
