@@ -65,8 +65,8 @@ class Job:
     seconds: dict[str, float]
 
 
-def trace(name: str, n: int, seed: int) -> list[Job]:
-    """The seeded trace ``name`` of ``n`` TrainJobs."""
+def trace(name: str, n: int, seed: int, scale: float = 1.0) -> list[Job]:
+    """The seeded trace ``name`` of ``n`` TrainJobs (durations and gaps times ``scale``)."""
     rng = random.Random(f"{name}-{seed}")
     heavy = name in ("init-heavy", "poisson")
     jobs, t = [], 0.0
@@ -79,9 +79,9 @@ def trace(name: str, n: int, seed: int) -> list[Job]:
             "node": train,
             "model-exporter": 3.0,
         }
-        jobs.append(Job(f"ft-{i:02d}", t, {k: round(v, 1) for k, v in seconds.items()}))
+        jobs.append(Job(f"ft-{i:02d}", t, {k: round(v * scale, 1) for k, v in seconds.items()}))
         if name == "poisson":
-            t += rng.expovariate(1 / 8)
+            t += rng.expovariate(1 / 8) * scale
     return jobs
 
 
@@ -108,8 +108,14 @@ def runtime(ns: str, job: Job, upstream: bool) -> Json:
                                     "image": "registry.invalid/bench:1",
                                     "command": ["true"],
                                     "resources": {"requests": requests},
+                                    "volumeMounts": [
+                                        {"name": "initializer", "mountPath": "/workspace"}
+                                    ],
                                 }
-                            ]
+                            ],
+                            # the initializers' download folder (a PVC in the example; kwok has
+                            # no storage, and Trainer's webhook wants the mount)
+                            "volumes": [{"name": "initializer", "emptyDir": {}}],
                         },
                     }
                 },
@@ -294,6 +300,11 @@ def trainjob_of(obj: Json) -> str:
 
 
 def holds(rec: Recorder, t0: float, end: float) -> list[Hold]:
+    # a pod group's Workload (trainweave) is owned by its pods: their labels name the TrainJob
+    groups = {
+        (p["metadata"].get("labels") or {}).get("kueue.x-k8s.io/pod-group-name"): trainjob_of(p)
+        for p in rec.pods.values()
+    }
     out = []
     for uid, wl in rec.workloads.items():
         start = condition_time(wl, "QuotaReserved")
@@ -308,7 +319,7 @@ def holds(rec: Recorder, t0: float, end: float) -> list[Hold]:
         created = stamp(wl["metadata"].get("creationTimestamp")) or start
         out.append(
             Hold(
-                trainjob_of(wl),
+                trainjob_of(wl) or groups.get(wl["metadata"]["name"], ""),
                 wl["metadata"]["name"],
                 gpus_of(wl),
                 created - t0,
@@ -501,6 +512,7 @@ def main() -> int:
     ap.add_argument("--trace", action="append", choices=["init-heavy", "init-light", "poisson"])
     ap.add_argument("--trainjobs", type=int, default=24)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--scale", type=float, default=1.0, help="durations and gaps times this")
     ap.add_argument("--timeout", type=float, default=2400)
     ap.add_argument("--png-dir", default=str(ROOT / "docs"))
     ap.add_argument("--kubeconfig", default=os.environ.get("TRAINWEAVE_KUBECONFIG") or str(
@@ -508,10 +520,11 @@ def main() -> int:
     args = ap.parse_args()
     cluster = Cluster(args.kubeconfig)
     print(json.dumps({"machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-                      "versions": versions()}))  # fmt: skip
+                      "versions": versions(), "trainjobs": args.trainjobs, "scale": args.scale,
+                      "seed": args.seed}))  # fmt: skip
     lines = []
     for name in args.trace or ["init-heavy", "init-light", "poisson"]:
-        jobs = trace(name, args.trainjobs, args.seed)
+        jobs = trace(name, args.trainjobs, args.seed, args.scale)
         cluster.upstream(True)
         try:
             up = cluster.run("upstream", jobs, args.timeout)
