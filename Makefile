@@ -55,8 +55,8 @@ bench: venv
 	$(PY) benchmarks/render.py
 
 ## GPU admission, upstream (Trainer + JobSet + Kueue) against trainweave on the same engines: the
-## three traces of 24 TrainJobs (about 40 min; BENCH_ARGS="--trace init-heavy --trainjobs 4" for
-## a short one). Starts the local control plane if it is not up (and stops it after).
+## three traces of 24 TrainJobs (about 50 min; BENCH_ARGS="--scale 0.5" halves the durations, as in
+## docs/benchmarks.md: 24 min). Starts the local control plane if it is not up (and stops it after).
 BENCH_ARGS ?=
 bench-admission: venv
 	$(PY) -c "import matplotlib" 2>/dev/null || $(VENV)/bin/pip install -q "matplotlib==3.11.2"
