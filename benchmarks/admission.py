@@ -398,6 +398,19 @@ class Cluster:
         subprocess.run([sys.executable, str(ROOT / "hack/cluster.py"), "upstream",
                         "on" if on else "off"], check=True, capture_output=True)  # fmt: skip
 
+    def create_trainjob(self, ns: str, tj: Json) -> None:
+        """Create ``tj``; while Kueue's TrainJob webhook (upstream phase) answers that its runtime
+        is not found (its informer cache lags the runtime's creation), ask again (30 s at most)."""
+        deadline = time.time() + 30
+        while True:
+            try:
+                self.custom.create_namespaced_custom_object(*TRAINER, ns, "trainjobs", tj)
+                return
+            except client.ApiException as err:
+                if err.status != 403 or "not found" not in str(err.body) or time.time() > deadline:
+                    raise
+            time.sleep(0.2)
+
     def run(self, setup: str, jobs: list[Job], timeout: float) -> Run:
         upstream = setup == "upstream"
         ns = f"bench-{setup}-{uuid.uuid4().hex[:5]}"
@@ -432,8 +445,7 @@ class Cluster:
         t0 = time.time()
         for job in jobs:  # a trace's arrivals: pacing, not synchronisation
             time.sleep(max(0.0, t0 + job.arrival - time.time()))
-            self.custom.create_namespaced_custom_object(*TRAINER, ns, "trainjobs",
-                                                        trainjob(ns, job, upstream))  # fmt: skip
+            self.create_trainjob(ns, trainjob(ns, job, upstream))
         done: dict[str, TrainJobTimes] = {}
         deadline = time.time() + timeout
         while len(done) < len(jobs) and time.time() < deadline:

@@ -497,6 +497,20 @@ def wait_nodes_ready(kubectl_args: list[str]) -> None:
 # the upstream phase: Kubeflow Trainer + JobSet (tests/upstream, benchmarks/admission.py)
 
 
+def kubectl_commands(bin_dir: Path) -> tuple[list[str], list[str]]:
+    """``kubectl`` on this cluster's kubeconfig, and its server-side ``apply`` (field manager
+    trainweave-e2e, conflicts forced)."""
+    kubectl = [str(bin_dir / "kubectl"), "--kubeconfig", str(KUBECONFIG)]
+    apply = [
+        *kubectl,
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=trainweave-e2e",
+    ]
+    return kubectl, apply
+
+
 def start_upstream_controller(
     name: str, argv: list[str], manifest: Path, apply: list[str], state: dict[str, Any], **kw: Any
 ) -> None:
@@ -528,14 +542,7 @@ def cmd_upstream(args: argparse.Namespace) -> None:
     eng = Path(state["engines"])
     bin_dir = eng / "bin"
     sources = read_env(eng / "sources.env")
-    kubectl_args = [str(bin_dir / "kubectl"), "--kubeconfig", str(KUBECONFIG)]
-    apply = [
-        *kubectl_args,
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--field-manager=trainweave-e2e",
-    ]
+    kubectl_args, apply = kubectl_commands(bin_dir)
     hooks = {
         "trainer": Path(sources["TRAINER_DIR"]) / "manifests/base/webhook/manifests.yaml",
         "jobset": Path(sources["JOBSET_DIR"]) / "config/components/webhook/manifests.yaml",
@@ -621,14 +628,7 @@ def cmd_up(args: argparse.Namespace, started: dict[str, bool] | None = None) -> 
     STATE.mkdir(parents=True, exist_ok=True)
     state = {"engines": str(eng), "kubeconfig": str(KUBECONFIG), "pids": {}, "ports": {}}
     save_state(state)
-    kubectl_args = [str(bin_dir / "kubectl"), "--kubeconfig", str(KUBECONFIG)]
-    apply = [
-        *kubectl_args,
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--field-manager=trainweave-e2e",
-    ]
+    kubectl_args, apply = kubectl_commands(bin_dir)
 
     start_kube(bin_dir, versions, kwok_dir, state)
     create_nodes(kubectl_args)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from kubernetes.client.exceptions import ApiException
 
 from .kube import ARGO, Kube, condition, wait_until
 
@@ -74,9 +75,22 @@ def example(
 
 
 def apply(kube: Kube, ns: str, tj: Json, rt: Json | None) -> None:
+    """The runtime, then the TrainJob. With Kueue's TrainJob integration on (the upstream phase),
+    Kueue's webhook looks the runtime up in its informer cache and refuses the TrainJob ("runtime
+    ... not found") until the cache has it: the TrainJob is created once that is no longer said."""
     if rt is not None:
         kube.create(TRAINER, "trainingruntimes", rt, ns)
-    kube.create(TRAINER, "trainjobs", tj, ns)
+
+    def created() -> bool:
+        try:
+            kube.create(TRAINER, "trainjobs", tj, ns)
+        except ApiException as err:
+            if err.status == 403 and "not found" in str(err.body):
+                return False
+            raise
+        return True
+
+    wait_until(f"TrainJob {tj['metadata']['name']} accepted", created, timeout=30)
 
 
 def trainjob(kube: Kube, ns: str, name: str = "ft") -> Json:
