@@ -106,6 +106,11 @@ kueue() {
     "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION"
 }
 
+kueuectl() {  # Kueue's own CLI (also `kubectl kueue`) for the admin's view (tests/e2e/test_admin_view.py)
+  wrapped kueuectl sigs.k8s.io/kueue "$KUEUE_VERSION" sigs.k8s.io/kueue/cmd/kueuectl \
+    "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION"
+}
+
 argo() {
   wrapped argo github.com/argoproj/argo-workflows/v4 "$ARGO_WORKFLOWS_VERSION" \
     github.com/argoproj/argo-workflows/v4/cmd/workflow-controller \
@@ -139,6 +144,7 @@ step etcd etcd
 step kwok kwok
 step kubernetes kubernetes
 step kueue kueue
+step kueuectl kueuectl
 step argo argo
 step trainer trainer
 step jobset jobset
