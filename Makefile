@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv example test unit lint typecheck bench bench-admission linktree promtool
+.PHONY: venv example test unit lint typecheck bench bench-admission linktree promtool argo-lint
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,7 @@ example: venv
 	  --runtime examples/llm-finetune/runtime.yaml
 
 ## Everything CI runs: lint, types, unit + schema tests, then the e2e tier on a real control plane.
-test: lint typecheck unit promtool e2e
+test: lint typecheck unit promtool argo-lint e2e
 
 ## Prometheus rules: promtool check rules + test rules (hack/promtool.sh finds promtool on PATH or
 ## installs it: from Debian's prometheus package, else built from its Go module).
@@ -27,6 +27,11 @@ promtool:
 	P=$$(hack/promtool.sh) && $$P --version 2>&1 | head -1 && \
 	  $$P check rules deploy/prometheus-rules.yaml && \
 	  cd deploy && $$P test rules prometheus-rules.test.yaml
+
+## Argo's own validation: `argo lint --offline` (the pinned Argo CLI, hack/build.sh) of every
+## rendered example, the Hera examples and every Workflow under tests/ (hack/argo-lint.sh).
+argo-lint: venv
+	bash hack/argo-lint.sh $(VENV)
 
 unit: venv
 	$(PY) -m pytest -q

@@ -117,6 +117,22 @@ argo() {
     "-s -w -X github.com/argoproj/argo-workflows/v4.version=$ARGO_WORKFLOWS_VERSION"
 }
 
+argo_cli() {  # the `argo` CLI (server + lint) of the same module. cmd/argo embeds ui/dist/app
+  # (ui/embed.go), which the published module lacks; upstream's own Makefile with STATIC_FILES=false
+  # creates an empty ui/dist/app/index.html instead of building the UI. The module cache is
+  # read-only, so a copy of the module with that placeholder is `replace`d into the wrapper.
+  local w="$ENG/work/argo-cli" mod=github.com/argoproj/argo-workflows/v4
+  rm -rf "$w"; mkdir -p "$w"
+  cp -r "$(moddir "$mod@$ARGO_WORKFLOWS_VERSION")" "$w/src"; chmod -R u+w "$w/src"
+  mkdir -p "$w/src/ui/dist/app"; touch "$w/src/ui/dist/app/index.html"
+  printf 'module trainweave.local/argoclibin\n\ngo 1.26.0\n\nrequire %s %s\n\nreplace %s => ./src\n' \
+    "$mod" "$ARGO_WORKFLOWS_VERSION" "$mod" >"$w/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "%s/cmd/argo"\n' "$mod" >"$w/tools.go"
+  cp "$w/src/go.sum" "$w/go.sum"
+  (cd "$w" && go mod tidy && go build -p "$JOBS" -ldflags "-s -w -X $mod.version=$ARGO_WORKFLOWS_VERSION" \
+    -o "$BIN/argo" "$mod/cmd/argo")
+}
+
 trainer() {  # upstream's reference: Kubeflow Trainer's controller manager (tests/upstream, benchmarks)
   wrapped trainer github.com/kubeflow/trainer/v2 "$TRAINER_VERSION" \
     github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager "-s -w"
@@ -146,6 +162,7 @@ step kubernetes kubernetes
 step kueue kueue
 step kueuectl kueuectl
 step argo argo
+step argo-cli argo_cli
 step trainer trainer
 step jobset jobset
 echo "build.sh: engines ready in $BIN (total $(($(date +%s) - TOTAL0))s)"
