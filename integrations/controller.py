@@ -186,6 +186,7 @@ class Controller:
         self.metrics.apply(plan.metrics)
         self.metrics.set_state(f"{key[0]}/{key[1]}", plan.state)
         self.metrics.set_steps(f"{key[0]}/{key[1]}", plan.waiting, plan.leaked)
+        self.metrics.hold(plan.holding)
         if plan.requeue_after is not None:
             self.queue.add_after(key, plan.requeue_after)
 

@@ -3,7 +3,8 @@
 - ``trainweave_step_admission_wait_seconds{queue,role}``: Workload creation ->
   QuotaReserved, observed once per step Workload;
 - ``trainweave_reserved_resource_seconds_total{cluster_queue,flavor,resource}``:
-  resource x holding seconds, added when a step stops holding quota;
+  resource x holding seconds, added when a step stops holding quota (each series exists,
+  at 0, from the moment a step of it holds quota: ``Metrics.hold``);
 - ``trainweave_trainjobs{state}``: TrainJobs by Running/Suspended/Complete/Failed;
 - ``trainweave_step_waiting_since_seconds{namespace,trainjob,step,queue}``: creation time
   (Unix seconds) of each step Workload waiting for quota now; ``time() - it`` is its wait;
@@ -118,6 +119,15 @@ class Metrics:
                 self.admission_wait.labels(**lbl).observe(ev.value)
             elif ev.kind == "reserved":
                 self.reserved.labels(**lbl).inc(ev.value)
+
+    def hold(self, holding: Iterable[StepQuota]) -> None:
+        """Make the resource-seconds series of each step holding quota exist, at 0 until a
+        step of it ends: Prometheus' ``increase()`` counts nothing of a series' first sample,
+        so a series born with a step's total would lose that step's GPU-hours."""
+        for q in holding:
+            if q.cluster_queue:
+                for res in q.usage:
+                    self.reserved.labels(q.cluster_queue, q.flavors.get(res, ""), res)
 
     def set_state(self, key: str, state: str | None) -> None:
         """Track one TrainJob's state (None: gone) and refresh the gauge."""

@@ -70,6 +70,7 @@ class Plan:
     state: str = ""  # TrainJob state for the gauge
     waiting: tuple[quota.StepQuota, ...] = ()  # step Workloads waiting for quota (gauge)
     leaked: tuple[quota.StepQuota, ...] = ()  # holding quota though done for good (gauge)
+    holding: tuple[quota.StepQuota, ...] = ()  # holding quota now (counter series made at 0)
 
 
 def _meta(obj: Json) -> Json:
@@ -132,6 +133,7 @@ def plan(obs: Observed, now: datetime) -> Plan:
     done = {group for group, _, _ in done_groups(obs, stop_all=finished)}
     out.waiting = tuple(q for q in records if q.state in quota.WAITING)
     out.leaked = tuple(q for q in records if q.state in quota.HOLDING and q.workload in done)
+    out.holding = tuple(q for q in records if q.state in quota.HOLDING)
     want = desired.wire()
     have = {k: (tj.get("status") or {}).get(k) for k in want}
     if want and want != have:

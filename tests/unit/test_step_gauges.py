@@ -102,3 +102,29 @@ def test_gauges_follow_each_reconcile_and_go_with_the_trainjob() -> None:
     text = generate_latest(m.registry).decode()
     assert 'trainjob="ft"' not in text
     assert sample(m, WAIT, namespace="ns", trainjob="other", step="trainer", queue="gpu") == since
+
+
+def test_resource_seconds_series_exist_at_zero_while_a_step_holds_quota() -> None:
+    """Prometheus' increase() counts nothing of a series' first sample: the counter series of a
+    step's ClusterQueue/flavor/resource must be scraped at 0 before the step's total lands."""
+    wf = workflow({"init": INIT_OK, "trainer": StepState("Running", role="trainer", queue="gpu")})
+    wls = (
+        workload("ft-init-a0", reserved=T0, finished="2026-11-01T10:01:00Z"),
+        workload(
+            "ft-trainer-a0",
+            queue="gpu",
+            reserved="2026-11-01T10:02:00Z",
+            cq="gpu-cq",
+            usage={"nvidia.com/gpu": "2"},
+            flavors={"nvidia.com/gpu": "h100"},
+        ),
+    )
+    plan = reconcile.plan(Observed(trainjob(annotations=STARTED), (wf,), (), wls), NOW)
+    assert [q.workload for q in plan.holding] == ["ft-trainer-a0"]
+    m = Metrics()
+    m.hold(plan.holding)
+    lbl = {"cluster_queue": "gpu-cq", "flavor": "h100", "resource": "nvidia.com/gpu"}
+    assert sample(m, "trainweave_reserved_resource_seconds_total", **lbl) == 0.0
+    m.apply([quota.MetricEvent("reserved", tuple(lbl.items()), 7200.0)])
+    m.hold(())  # the step is done: the series stays, with its total
+    assert sample(m, "trainweave_reserved_resource_seconds_total", **lbl) == 7200.0
