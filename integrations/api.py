@@ -8,14 +8,24 @@ Paths follow the Kubernetes REST layout (``/api/v1``, ``/apis/<group>/<version>`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
 Json = dict[str, Any]
+# metadata.name of a custom object: an RFC 1123 subdomain (apimachinery NameIsDNSSubdomain)
+_OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 MERGE_PATCH = "application/merge-patch+json"
 JSON = "application/json"
+
+
+def valid_name(name: str) -> bool:
+    """Whether ``name`` can name a custom object (an RFC 1123 subdomain, at most 253
+    characters). A reference that cannot is not looked up: ``a/../../b`` would be a path to
+    another namespace once the client removes dot segments."""
+    return len(name) <= 253 and _OBJECT_NAME.fullmatch(name) is not None
 
 
 @dataclass(frozen=True)
@@ -37,10 +47,10 @@ class Kind:
         """The REST path of the collection, an object or a subresource."""
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         if self.namespaced and namespace:
-            base += f"/namespaces/{quote(namespace)}"
+            base += f"/namespaces/{quote(namespace, safe='')}"
         base += f"/{self.plural}"
         if name:
-            base += f"/{quote(name)}"
+            base += f"/{quote(name, safe='')}"
         if sub:
             base += f"/{sub}"
         return base

@@ -129,7 +129,8 @@ class Executor:
         name = str(ref.get("name") or "")
         rkind = api.TRAINING_RUNTIME if kind == "TrainingRuntime" else api.CLUSTER_TRAINING_RUNTIME
         try:
-            return self.send(api.get(rkind, ns if rkind.namespaced else "", name))
+            if api.valid_name(name):  # no object has another name: nothing to look up
+                return self.send(api.get(rkind, ns if rkind.namespaced else "", name))
         except api.ApiError as err:
             if not err.not_found:
                 raise
@@ -153,6 +154,10 @@ class Executor:
         except api.ApiError as err:
             if not err.conflict:
                 raise
+        if kind is api.SECRET:
+            # The controller may create Secrets but never read one (docs/security.md): the MPI
+            # SSH Secret of this name is taken as the one an earlier reconcile created.
+            return
         existing = self.send(api.get(kind, meta["namespace"], meta["name"]))
         refs = existing["metadata"].get("ownerReferences") or []
         if not any(r.get("uid") == owner_uid and r.get("controller") for r in refs):

@@ -26,6 +26,7 @@ from .kube import (
     load_manifest,
     wait_until,
 )
+from .service_account import apply_rbac, mint_token, token_kubeconfig
 
 CLUSTER_PY = Path(__file__).resolve().parents[2] / "hack" / "cluster.py"
 
@@ -111,12 +112,25 @@ def queues(kube: Kube, namespace: str) -> Iterator[Callable[..., None]]:
         kube.delete(KUEUE, "clusterqueues", name)
 
 
+@pytest.fixture(scope="session")
+def controller_kubeconfig(
+    kube_api: client.ApiClient, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """deploy/rbac.yaml applied; a kubeconfig with a token of its ServiceAccount (the
+    controller's identity in every e2e test)."""
+    apply_rbac(kube_api)
+    path = tmp_path_factory.mktemp("controller-sa") / "kubeconfig"
+    return token_kubeconfig(default_kubeconfig(), mint_token(kube_api), path)
+
+
 @pytest.fixture
-def start_controller(namespace: str) -> Iterator[Callable[[str], ControllerProc]]:
+def start_controller(
+    kube: Kube, namespace: str, controller_kubeconfig: Path
+) -> Iterator[Callable[[str], ControllerProc]]:
     procs: list[ControllerProc] = []
 
     def start(identity: str = "a") -> ControllerProc:
-        p = ControllerProc(namespace, identity)
+        p = ControllerProc(namespace, identity, controller_kubeconfig)
         procs.append(p)
         wait_until("controller /healthz", lambda: p.get("/healthz")[0] == 200, timeout=30)
         return p
@@ -124,6 +138,14 @@ def start_controller(namespace: str) -> Iterator[Callable[[str], ControllerProc]
     yield start
     for p in procs:
         p.stop(signal.SIGKILL)
+    if procs:  # the test's Lease (trainweave-system keeps no Lease of a finished test)
+        try:
+            client.CoordinationV1Api(kube.api).delete_namespaced_lease(
+                procs[0].lease_name, procs[0].lease_namespace
+            )
+        except client.ApiException as e:
+            if e.status != 404:
+                raise
 
 
 @pytest.fixture

@@ -1,4 +1,10 @@
-"""One ``trainweave controller`` process per test, scoped to the test's namespace."""
+"""One ``trainweave controller`` process per test, scoped to the test's namespace.
+
+It runs as deploy/rbac.yaml's ServiceAccount (a TokenRequest token, tests/e2e/service_account.py),
+never with the admin kubeconfig: every controller e2e test proves the RBAC is enough. Its Lease
+is where the deployment's is, in trainweave-system (the Role there), named after the test's
+namespace.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from .kube import default_kubeconfig
+from .service_account import SA_NAMESPACE
 
 
 def free_port() -> int:
@@ -22,14 +28,16 @@ def free_port() -> int:
 class ControllerProc:
     """One `trainweave controller` process."""
 
-    def __init__(self, namespace: str, identity: str) -> None:
+    def __init__(self, namespace: str, identity: str, kubeconfig: Path) -> None:
         self.port = free_port()
         self.identity = identity
+        self.lease_namespace, self.lease_name = SA_NAMESPACE, namespace
         self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"tw-ctl-{namespace}-{identity}.log"
         cmd = [
             sys.executable, "-m", "trainweave.cli", "controller",
-            "--kubeconfig", str(default_kubeconfig()), "--namespace", namespace,
-            "--lease-namespace", namespace, "--identity", identity,
+            "--kubeconfig", str(kubeconfig), "--namespace", namespace,
+            "--lease-namespace", self.lease_namespace, "--lease-name", self.lease_name,
+            "--identity", identity,
             "--bind", f"127.0.0.1:{self.port}", "--log-level", "DEBUG",
         ]  # fmt: skip
         self.proc = subprocess.Popen(cmd, stdout=self.log.open("w"), stderr=subprocess.STDOUT)

@@ -1,9 +1,10 @@
 """The controller on the real control plane: TrainJob in, Workflow + Kueue, status back.
 
 Each test runs `trainweave controller` as a subprocess scoped to the test's namespace
-(its Lease lives there too), applies the llm-finetune example (examples/llm-finetune/,
-made to fit kwok: queue names of tests/e2e/manifests/queues.yaml, small requests, no
-PVC since kwok has no storage provisioner) and waits on conditions with deadlines.
+(as deploy/rbac.yaml's ServiceAccount; its Lease in trainweave-system), applies the
+llm-finetune example (examples/llm-finetune/, made to fit kwok: queue names of
+tests/e2e/manifests/queues.yaml, small requests, no PVC since kwok has no storage
+provisioner) and waits on conditions with deadlines.
 Pod outcomes come from the kwok stage knobs `trainweave.test/exit-code[.N]` and
 `trainweave.test/duration` set on the runtime's pod templates.
 """
@@ -369,7 +370,7 @@ def test_two_replicas_one_leader(
 
         try:
             obj = client.CoordinationV1Api(kube.api).read_namespaced_lease(
-                "trainweave-controller", namespace
+                a.lease_name, a.lease_namespace
             )
         except client.ApiException:
             return None

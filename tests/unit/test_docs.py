@@ -32,3 +32,29 @@ def test_admins_doc_shows_the_queues_table_of_the_unit_fixtures() -> None:
     from tests.unit.test_queues_view import TABLE
 
     assert f"```\n{TABLE}```" in (ROOT / "docs/admins.md").read_text()
+
+
+def test_security_doc_lists_every_rbac_rule() -> None:
+    """docs/security.md's permission table is deploy/rbac.yaml's rules, one row each, in order."""
+    import yaml
+
+    rules = [
+        rule
+        for doc in yaml.safe_load_all((ROOT / "deploy/rbac.yaml").read_text())
+        if doc and doc["kind"] in ("ClusterRole", "Role")
+        for rule in doc["rules"]
+    ]
+    rows = [
+        line.split("|")[1:4]
+        for line in (ROOT / "docs/security.md").read_text().splitlines()
+        if line.startswith("| ") and not line.startswith("| apiGroup")
+    ]
+    want = [
+        [
+            f" {rule['apiGroups'][0] or chr(34) * 2} ",
+            f" {', '.join(rule['resources'])} ",
+            f" {', '.join(rule['verbs'])} ",
+        ]
+        for rule in rules
+    ]
+    assert rows == want

@@ -186,6 +186,51 @@ def test_missing_runtime_fails_with_reason() -> None:
     assert "spec.runtimeRef.name" in cond["message"] and "'rt' not found" in cond["message"]
 
 
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [
+        ("TrainingRuntime", "../../other/trainingruntimes/rt"),
+        ("ClusterTrainingRuntime", "../namespaces/other/trainingruntimes/rt"),
+        ("ClusterTrainingRuntime", "../../../../api/v1/namespaces/kube-system/secrets/token"),
+        ("TrainingRuntime", "RT"),
+    ],
+)
+def test_runtime_ref_that_is_no_object_name_is_not_found_without_a_request(
+    kind: str, name: str
+) -> None:
+    """urllib3 removes dot segments: ``a/../..`` would GET another namespace's object."""
+    rec = Recorder()
+    tj = trainjob(annotations={"trainweave.io/attempts": "1"})
+    tj["spec"]["runtimeRef"] = {"kind": kind, "name": name}
+    run(Observed(tj), rec)
+    assert [r.path for r in rec.sent if "trainingruntimes" in r.path] == []
+    status = next(r.body for r in rec.writes if r.path.endswith("/status"))
+    assert status is not None
+    cond = status["status"]["conditions"][0]
+    assert (cond["type"], cond["reason"]) == ("Failed", "TrainingRuntimeNotFound")
+
+
+def test_existing_secret_is_taken_as_its_own_without_reading_it() -> None:
+    """Secrets: create only (deploy/rbac.yaml); a 409 on the MPI SSH Secret is not read back."""
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "ft-mpi-ssh-auth", "namespace": "ns"},
+    }
+
+    def renderer(trainjob: Json, runtime: Json, options: render.Options) -> list[Json]:
+        return [secret, *fake_renderer(trainjob, runtime, options)]
+
+    rec = Recorder(
+        {"/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/rt": {"kind": "x"}},
+        conflicts={"/api/v1/namespaces/ns/secrets/ft-mpi-ssh-auth"},
+    )
+    obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}))
+    Executor(rec, renderer, lambda: NOW).run(reconcile.plan(obs, NOW), obs.trainjob)
+    assert [r for r in rec.sent if "/secrets" in r.path and r.method != "POST"] == []
+    assert any(r.method == "POST" and r.path.endswith("/workflows") for r in rec.sent)
+
+
 def test_suspend_stops_running_workflow_and_releases_its_workloads() -> None:
     wf = workflow({"init": INIT_OK, "trainer": TRAINER_RUN})
     pods = (pod("ft", "init", "init-0-0", "Succeeded"), pod("ft", "trainer", "node-0-0", "Running"))
@@ -420,3 +465,14 @@ def test_kueue_reason_arriving_later_is_announced_once() -> None:
         (r.body or {}).get("reason") for r in second.after_start if r.path.endswith("events")
     ]
     assert reasons == ["StepWaitingForQuota"]
+
+
+def test_names_are_one_path_segment() -> None:
+    """A name or namespace is escaped whole, so it can never step out of its collection."""
+    req = api.get(api.TRAINING_RUNTIME, "ns", "../../other/trainingruntimes/rt")
+    assert req.path == (
+        "/apis/trainer.kubeflow.org/v1alpha1/namespaces/ns/trainingruntimes/"
+        "..%2F..%2Fother%2Ftrainingruntimes%2Frt"
+    )
+    assert api.valid_name("llm-finetune.v2") and not api.valid_name("../rt")
+    assert not api.valid_name("a" * 254) and not api.valid_name("")
