@@ -531,9 +531,15 @@ def main() -> int:
         Path.home() / ".cache/trainweave/cluster/kubeconfig"))  # fmt: skip
     args = ap.parse_args()
     cluster = Cluster(args.kubeconfig)
+    settings: dict[str, str] = {}
+    state = (
+        Path(args.kubeconfig).parent / "cluster.json"
+    )  # hack/cluster.py's, if it made the cluster
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        settings = json.loads(state.read_text())["settings"]
     print(json.dumps({"machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-                      "versions": versions(), "trainjobs": args.trainjobs, "scale": args.scale,
-                      "seed": args.seed}))  # fmt: skip
+                      "versions": versions(), "settings": settings, "trainjobs": args.trainjobs,
+                      "scale": args.scale, "seed": args.seed}))  # fmt: skip
     lines = []
     for name in args.trace or ["init-heavy", "init-light", "poisson"]:
         jobs = trace(name, args.trainjobs, args.seed, args.scale)

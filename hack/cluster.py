@@ -435,6 +435,14 @@ def start_kueue(
     run(*apply, "-f", webhooks, capture=True)
 
 
+# Argo processes a Workflow at most once per DEFAULT_REQUEUE_TIME (default 10s; every pod event
+# goes through AddRateLimited on a fixed-interval limiter: argo-workflows
+# workflow/controller/rate_limiters.go, controller.go enqueueWfFromPodLabel), so each step
+# transition waits up to that long. Argo's own comment suggests as low as 2s for workflows of
+# short steps; the e2e tier's steps run for seconds, so it uses 2s (docs/admins.md).
+ARGO_REQUEUE_TIME = "2s"
+
+
 def start_argo(bin_dir: Path, kubectl_args: list[str], state: dict[str, Any]) -> None:
     """Argo's workflow-controller (namespace argo, no leader election) and its ConfigMap, waited
     for healthy."""
@@ -459,9 +467,13 @@ def start_argo(bin_dir: Path, kubectl_args: list[str], state: dict[str, Any]) ->
             "--configmap=workflow-controller-configmap",
             "--loglevel=info",
         ],
-        env={"LEADER_ELECTION_DISABLE": "true"},
+        env={"LEADER_ELECTION_DISABLE": "true", "DEFAULT_REQUEUE_TIME": ARGO_REQUEUE_TIME},
         cwd=adir,
     )
+    state["settings"] = {
+        **state.get("settings", {}),
+        "argo DEFAULT_REQUEUE_TIME": ARGO_REQUEUE_TIME,
+    }
     state["ports"]["workflow-controller/pprof (all interfaces, upstream hard-wired)"] = 6060
     save_state(state)
     wait_for(
