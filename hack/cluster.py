@@ -778,6 +778,8 @@ def cmd_status(args: argparse.Namespace) -> None:
         print(f"cluster: {'running' if pid_alive(pid) else 'DEAD   '}  {name:<26} pid {pid}")
     for name, port in sorted(state.get("ports", {}).items()):
         print(f"cluster: port {port:<6} {name}")
+    for name, value in sorted(state.get("settings", {}).items()):
+        print(f"cluster: setting {name}={value}")
     kubectl = Path(state["engines"]) / "bin" / "kubectl"
     ready = kubectl.exists() and KUBECONFIG.exists() and apiserver_ready(kubectl)
     print(f"cluster: kube-apiserver {'ready' if ready else 'NOT ready'}")
