@@ -153,17 +153,32 @@ def kueue_webhooks(kueue_dir: Path, port: int, ca: bytes) -> list[dict[str, Any]
     return docs
 
 
+def loopback_manager(
+    api_version: str, webhook_port: int, health_port: int, cert_dir: Path | None
+) -> dict[str, Any]:
+    """The controller-runtime Configuration shape Kueue, JobSet and Trainer share, on loopback:
+    health and webhook on 127.0.0.1, no metrics, no leader election, no cert rotation (the
+    webhook serves the certificate in ``cert_dir``, else controller-runtime's default
+    $TMPDIR/k8s-webhook-server/serving-certs)."""
+    webhook: dict[str, Any] = {"host": "127.0.0.1", "port": webhook_port}
+    if cert_dir is not None:
+        webhook["certDir"] = str(cert_dir)
+    return {
+        "apiVersion": api_version,
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        "metrics": {"bindAddress": "0"},
+        "webhook": webhook,
+        "leaderElection": {"leaderElect": False},
+    }
+
+
 def kueue_config(
     webhook_port: int, health_port: int, cert_dir: Path, frameworks: list[str] | None = None
 ) -> dict[str, Any]:
     return {
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
-        "kind": "Configuration",
+        **loopback_manager("config.kueue.x-k8s.io/v1beta2", webhook_port, health_port, cert_dir),
         "namespace": "kueue-system",
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
-        "metrics": {"bindAddress": "0"},
-        "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(cert_dir)},
-        "leaderElection": {"leaderElect": False},
         "internalCertManagement": {"enable": False},
         "managedJobsNamespaceSelector": {"matchLabels": {E2E_LABEL: "true"}},
         "waitForPodsReady": WAIT_FOR_PODS_READY,
@@ -193,28 +208,19 @@ def url_webhooks(manifest: Path, prefix: str, port: int, ca: bytes) -> list[dict
 
 
 def trainer_config(webhook_port: int, health_port: int) -> dict[str, Any]:
-    """Kubeflow Trainer's controller manager on loopback: no leader election, no metrics, no cert
-    rotation (its webhook serves the certificate in $TMPDIR/k8s-webhook-server/serving-certs)."""
+    """Kubeflow Trainer's controller manager on loopback (its cert management is `certManagement`)."""
     return {
-        "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
-        "kind": "Configuration",
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
-        "metrics": {"bindAddress": "0"},
-        "webhook": {"host": "127.0.0.1", "port": webhook_port},
-        "leaderElection": {"leaderElect": False},
+        **loopback_manager(
+            "config.trainer.kubeflow.org/v1alpha1", webhook_port, health_port, cert_dir=None
+        ),
         "certManagement": {"enable": False},
     }
 
 
 def jobset_config(webhook_port: int, health_port: int, cert_dir: Path) -> dict[str, Any]:
-    """The JobSet controller on loopback, likewise."""
+    """The JobSet controller on loopback."""
     return {
-        "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
-        "kind": "Configuration",
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
-        "metrics": {"bindAddress": "0"},
-        "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(cert_dir)},
-        "leaderElection": {"leaderElect": False},
+        **loopback_manager("config.jobset.x-k8s.io/v1alpha1", webhook_port, health_port, cert_dir),
         "internalCertManagement": {"enable": False},
     }
 

@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from benchmarks import admission
+
 from .controller_proc import ControllerProc
 from .kube import E2E_NAMESPACE_LABEL, KUEUE, Kube, condition, wait_until
 from .pipelines import apply, example, trainjob
@@ -68,43 +70,6 @@ def for_upstream(ns: str, tj: Json, rt: Json) -> None:
         ann.pop("trainweave.test/attempt", None)
 
 
-def one_queue(ns: str) -> list[Json]:
-    """One ClusterQueue holding CPU and GPU quota (flavors cpu, gpu) and its LocalQueue ``all``."""
-
-    def flavor(name: str, cpu: str, gpu: str) -> Json:
-        return {
-            "name": name,
-            "resources": [
-                {"name": "cpu", "nominalQuota": cpu},
-                {"name": "memory", "nominalQuota": "2Ti"},
-                {"name": "nvidia.com/gpu", "nominalQuota": gpu},
-            ],
-        }
-
-    return [
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ClusterQueue",
-            "metadata": {"name": f"{ns}-all"},
-            "spec": {
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
-                        "flavors": [flavor("cpu", "64", "0"), flavor("gpu", "256", "16")],
-                    }
-                ],
-            },
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": "all", "namespace": ns},
-            "spec": {"clusterQueue": f"{ns}-all"},
-        },
-    ]
-
-
 @pytest.fixture(scope="module")
 def upstream_runs(kube: Kube) -> dict[str, Json]:
     """Every scenario's TrainJob as upstream ends it (all run at once); upstream is off again
@@ -116,7 +81,7 @@ def upstream_runs(kube: Kube) -> dict[str, Json]:
             ns = f"upstream-{name}-{uuid.uuid4().hex[:5]}"
             kube.create_namespace(ns, {E2E_NAMESPACE_LABEL: "true", UPSTREAM_LABEL: "true"})
             made[name] = ns
-            for obj in one_queue(ns):
+            for obj in admission.queues(ns, upstream=True, gpus=16):
                 plural = "clusterqueues" if obj["kind"] == "ClusterQueue" else "localqueues"
                 kube.create(KUEUE, plural, obj, obj["metadata"].get("namespace"))
             tj, rt = example(ns, **knobs)

@@ -1,0 +1,176 @@
+"""What the admission benchmark submits: seeded traces of TrainJobs shaped like
+examples/llm-finetune, their runtimes and the Kueue queues, for upstream (Trainer + JobSet +
+Kueue's TrainJob integration) or for trainweave. Pure; benchmarks/admission.py runs them."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+GPU = "nvidia.com/gpu"
+GPU_QUOTA = 32  # two trainers of 2 x 8 GPUs
+CPU_QUOTA = {"cpu": "64", "gpu": "256"}  # per flavor, both setups
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One TrainJob of a trace: when it is submitted and how long each of its pods runs."""
+
+    name: str
+    arrival: float
+    seconds: dict[str, float]
+
+
+def trace(name: str, n: int, seed: int, scale: float = 1.0) -> list[Job]:
+    """The seeded trace ``name`` of ``n`` TrainJobs (durations and gaps times ``scale``)."""
+    rng = random.Random(f"{name}-{seed}")
+    heavy = name in ("init-heavy", "poisson")
+    jobs, t = [], 0.0
+    for i in range(n):
+        init = rng.uniform(30, 40) if heavy else rng.uniform(2, 3)
+        train = rng.uniform(8, 12) if heavy else rng.uniform(25, 35)
+        seconds = {
+            "dataset-initializer": init,
+            "model-initializer": init * rng.uniform(0.5, 1.0),
+            "node": train,
+            "model-exporter": 3.0,
+        }
+        jobs.append(Job(f"ft-{i:02d}", t, {k: round(v * scale, 1) for k, v in seconds.items()}))
+        if name == "poisson":
+            t += rng.expovariate(1 / 8) * scale
+    return jobs
+
+
+def runtime(ns: str, job: Job, upstream: bool) -> Json:
+    """examples/llm-finetune's shape, one runtime per TrainJob (its pods' durations)."""
+
+    def rjob(name: str, queue: str, requests: Json, depends: list[str], ancestor: str) -> Json:
+        labels = {} if upstream else {"kueue.x-k8s.io/queue-name": queue}
+        if ancestor:
+            labels["trainer.kubeflow.org/trainjob-ancestor-step"] = ancestor
+        out: Json = {
+            "name": name,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "template": {
+                        "metadata": {
+                            "annotations": {"trainweave.test/duration": f"{job.seconds[name]}s"}
+                        },
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": name,
+                                    "image": "registry.invalid/bench:1",
+                                    "command": ["true"],
+                                    "resources": {"requests": requests},
+                                    "volumeMounts": [
+                                        {"name": "initializer", "mountPath": "/workspace"}
+                                    ],
+                                }
+                            ],
+                            # the initializers' download folder (a PVC in the example; kwok has
+                            # no storage, and Trainer's webhook wants the mount)
+                            "volumes": [{"name": "initializer", "emptyDir": {}}],
+                        },
+                    }
+                },
+            },
+        }
+        if depends:
+            out["dependsOn"] = [{"name": d, "status": "Complete"} for d in depends]
+        return out
+
+    init = {"cpu": "4", "memory": "16Gi"}
+    inits = ["dataset-initializer", "model-initializer"]
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainingRuntime",
+        "metadata": {"name": f"rt-{job.name}", "namespace": ns},
+        "spec": {
+            "mlPolicy": {"numNodes": 2, "torch": {}},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        rjob("dataset-initializer", "cpu", init, [], "dataset-initializer"),
+                        rjob("model-initializer", "cpu", init, [], "model-initializer"),
+                        rjob("node", "gpu", {"cpu": "1"}, inits, "trainer"),
+                        rjob("model-exporter", "cpu", {"cpu": "8", "memory": "64Gi"}, ["node"], ""),
+                    ]
+                }
+            },
+        },
+    }
+
+
+def trainjob(ns: str, job: Job, upstream: bool) -> Json:
+    gpus = {GPU: "8"}
+    meta: Json = {"name": job.name, "namespace": ns}
+    if upstream:
+        meta["labels"] = {"kueue.x-k8s.io/queue-name": "all"}
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": meta,
+        "spec": {
+            "runtimeRef": {"name": f"rt-{job.name}", "kind": "TrainingRuntime"},
+            "initializer": {
+                "dataset": {"storageUri": "hf://bench/data"},
+                "model": {"storageUri": "hf://bench/model"},
+            },
+            "trainer": {
+                "numNodes": 2,
+                "resourcesPerNode": {
+                    "requests": {"cpu": "8", "memory": "32Gi", **gpus},
+                    "limits": gpus,
+                },
+            },
+        },
+    }
+
+
+def queues(ns: str, upstream: bool, gpus: int = GPU_QUOTA) -> list[Json]:
+    """upstream: one ClusterQueue ``<ns>-all`` with flavors cpu and gpu; trainweave: ``<ns>-cpu``
+    and ``<ns>-gpu``, the same totals (``gpus`` in flavor gpu)."""
+
+    def flavor(name: str, gpu: int) -> Json:
+        return {
+            "name": name,
+            "resources": [
+                {"name": "cpu", "nominalQuota": CPU_QUOTA[name]},
+                {"name": "memory", "nominalQuota": "2Ti"},
+                {"name": GPU, "nominalQuota": str(gpu)},
+            ],
+        }
+
+    def cq(name: str, flavors: list[Json]) -> Json:
+        return {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": f"{ns}-{name}"},
+            "spec": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                "resourceGroups": [
+                    {"coveredResources": ["cpu", "memory", GPU], "flavors": flavors}
+                ],
+            },
+        }
+
+    def lq(name: str) -> Json:
+        return {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"clusterQueue": f"{ns}-{name}"},
+        }
+
+    if upstream:
+        return [cq("all", [flavor("cpu", 0), flavor("gpu", gpus)]), lq("all")]
+    return [
+        cq("cpu", [flavor("cpu", 0)]),
+        cq("gpu", [flavor("gpu", gpus)]),
+        lq("cpu"),
+        lq("gpu"),
+    ]
