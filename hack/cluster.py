@@ -2,9 +2,10 @@
 """The e2e control plane on this machine, without Docker: up | down | status | env.
 
 etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok are started by
-`kwokctl --runtime binary` (loopback only, free ports, own PKI); the Kueue manager and Argo's
-workflow-controller are started here, as plain processes with pid files. Every binary comes from
-hack/build.sh, every CRD and webhook manifest from the same pinned Go modules (hack/versions.env).
+`kwokctl --runtime binary` (loopback only, free ports, own PKI); the Kueue manager, Argo's
+workflow-controller and `argo server` are started here, as plain processes with pid files. Every
+binary comes from hack/build.sh, every CRD and webhook manifest from the same pinned Go modules
+(hack/versions.env).
 
 What the engines are given (nodes, kwok Stages, Kueue config, webhooks, flavors) is built in
 hack/engine_config.py. State (kubeconfig, pids, logs, certs) lives in $TRAINWEAVE_STATE_DIR, by
@@ -483,6 +484,33 @@ def start_argo(bin_dir: Path, kubectl_args: list[str], state: dict[str, Any]) ->
     )
 
 
+def start_argo_server(bin_dir: Path, state: dict[str, Any]) -> None:
+    """`argo server` (the Argo CLI of the same module) for Hera's WorkflowsService, plain http on a
+    free port, waited for ready (GET / as upstream's readinessProbe). It listens on all interfaces
+    (server/apiserver/argoserver.go: `address := fmt.Sprintf(":%d", port)`, no bind flag), so
+    `--auth-mode=client`: every API call needs a Kubernetes bearer token and runs with its rights."""
+    port = free_port()
+    state["pids"]["argo-server"] = start_process(
+        "argo-server",
+        [
+            str(bin_dir / "argo"),
+            "server",
+            f"--kubeconfig={KUBECONFIG}",
+            "--namespace=argo",
+            "--configmap=workflow-controller-configmap",
+            f"--port={port}",
+            "--secure=false",
+            "--auth-mode=client",
+            "--loglevel=info",
+        ],
+        cwd=STATE / "argo",
+    )
+    state["ports"]["argo-server (all interfaces, upstream hard-wired; auth-mode=client)"] = port
+    state["argo_server"] = f"http://127.0.0.1:{port}"
+    save_state(state)
+    wait_for("argo server ready", lambda: http_ok(f"http://127.0.0.1:{port}/"), 120)
+
+
 def create_flavors(apply: list[str]) -> None:
     """The cluster-wide Kueue objects shared by the tests: a ResourceFlavor per node pool,
     retried until Kueue's webhooks serve."""
@@ -647,6 +675,7 @@ def cmd_up(args: argparse.Namespace, started: dict[str, bool] | None = None) -> 
     install_crds(kubectl_args, apply, sources)
     start_kueue(bin_dir, kueue_dir, apply, state)
     start_argo(bin_dir, kubectl_args, state)
+    start_argo_server(bin_dir, state)
     create_flavors(apply)
     wait_nodes_ready(kubectl_args)
 
@@ -719,7 +748,7 @@ def kueue_wrap(argv: list[str], cert_dir: Path, kdir: Path) -> list[str]:
 
 def cmd_down(args: argparse.Namespace) -> None:
     state = load_state()
-    for name in ("trainer", "jobset", "workflow-controller", "kueue"):
+    for name in ("trainer", "jobset", "argo-server", "workflow-controller", "kueue"):
         pid = ((state or {}).get("pids") or {}).get(name)
         if pid:
             stop_pid(int(pid), name)

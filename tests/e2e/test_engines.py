@@ -586,12 +586,15 @@ def test_local_control_plane_listens_on_loopback_only() -> None:
     kwok_pids = state_file.parent / "kwok" / "clusters"
     for f in kwok_pids.glob("*/pids/*.pid"):
         pids[f.stem] = int(f.read_text())
-    assert {"etcd", "kube-apiserver", "kueue", "workflow-controller"} <= set(pids)
+    assert {"etcd", "kube-apiserver", "kueue", "workflow-controller", "argo-server"} <= set(pids)
+    argo_server_port = int(state["argo_server"].rsplit(":", 1)[1])
     seen = {}
     for name, pid in pids.items():
         for addr, port in _listeners(pid):
             seen[f"{name}:{port}"] = addr
             if name == "workflow-controller" and port == 6060:
                 continue  # upstream hard-wires pprof/healthz on :6060 (docs/local-control-plane.md)
+            if name == "argo-server" and port == argo_server_port:
+                continue  # upstream binds ":<port>" (auth-mode=client: a token needed, ibid.)
             assert ipaddress.ip_address(addr).is_loopback, (name, addr, port)
     assert any(k.startswith("kube-apiserver:") for k in seen), seen
