@@ -48,6 +48,14 @@ MSG_FAILED_INDEXES = "Job has failed indexes"
 POD_FAILURE_POLICY = "PodFailurePolicy"
 
 
+# A pod the API server refused to create (an admission plugin or webhook: a ServiceAccount the
+# namespace lacks, PodSecurity, an invalid spec). Argo v4.0.7 fails the node with the error's
+# text (workflowpod.go createWorkflowPod: not transient) and retries it as Error, with backoff,
+# as often as its retryStrategy allows; no retry can succeed. The Job controller's event
+# reason for it (controller_utils.go FailedCreatePodReason).
+FAILED_CREATE = "FailedCreate"
+_REFUSED = re.compile(r'pods? "[^"]*" is (forbidden|invalid): ', re.IGNORECASE)
+
 ATTEMPT_SUFFIX = re.compile(r"\((\d+)\)$")  # a retried Pod node's ``(N)``
 _MESSAGE_EXIT_CODE = re.compile(EXIT_CODE_MESSAGE.format(codes="[0-9]+"))
 
@@ -141,7 +149,13 @@ class WorkflowView:
     def verdict(self) -> Verdict | None:
         """The first job the Job controller would fail now, by the retry policies only the
         controller keeps (``backoff_limits``): a FailJob rule matched by any container, or
-        counted failures past the budget (the step's pods together when shared, else per pod)."""
+        counted failures past the budget (the step's pods together when shared, else per pod);
+        first, a pod the API server refused to create (``refused``)."""
+        for step_view in self.steps.values():
+            for pod in step_view.pods:
+                if pod.phase == "Error" and refused(pod.message):
+                    job = pod.slot.rsplit("-", 2)[0]
+                    return Verdict(step_view.name, job, FAILED_CREATE, pod.message)
         for step, jobs in self.backoff_limits.items():
             view_ = self.steps.get(step)
             for job, wire in jobs.items():
@@ -183,6 +197,12 @@ class WorkflowView:
             tail = f" ({detail})" if detail else ""
             return step.name, f"step {step.name!r} failed: pod {pod.slot!r} exited{code}{tail}"
         return "", f"workflow {self.name} {self.phase}: {self.message}".rstrip(": ")
+
+
+def refused(message: str) -> bool:
+    """Whether a failed Pod node's message is the API server refusing the pod for good (an
+    exceeded ResourceQuota is also Forbidden, but Argo waits for it: not a refusal)."""
+    return _REFUSED.match(message) is not None and "exceeded quota" not in message
 
 
 def _verdict(step: str, job: str, policy: RetryPolicy, view_: StepView | None) -> Verdict | None:

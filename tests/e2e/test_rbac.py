@@ -296,16 +296,21 @@ def test_missing_service_account_fails_precisely(
     kube: Kube, namespace: str, queues: Any, controller: ControllerProc
 ) -> None:
     """The runtime's pods name a ServiceAccount the namespace does not have: the pod cannot be
-    created (the ServiceAccount admission plugin), Argo fails the step, the TrainJob is Failed
-    with the API server's words; upstream's Job would retry the create forever (docs/security.md)."""
+    created (the ServiceAccount admission plugin); Argo records an Error attempt and would retry
+    it with backoff for minutes, the controller stops the Workflow at the first one and the
+    TrainJob is Failed with the API server's words; upstream's Job would retry the create
+    forever (docs/security.md)."""
     queues()
     tj, rt = example(namespace, nodes=1)
     for rjob in rt["spec"]["template"]["spec"]["replicatedJobs"]:
         rjob["template"]["spec"]["template"]["spec"]["serviceAccountName"] = "ghost"
     apply(kube, namespace, tj, rt)
-    got = wait_condition(kube, namespace, "Failed", timeout=180)
+    got = wait_condition(kube, namespace, "Failed", timeout=60)
     cond = condition(got, "Failed")
     assert cond is not None and cond["reason"] == "FailedJobs", cond
+    assert "job 'dataset-initializer': FailedCreate: pods " in cond["message"], cond["message"]
     assert 'serviceaccount "ghost" not found' in cond["message"], cond["message"]
+    wf = workflows(kube, namespace)[0]
+    assert wf["status"]["phase"] in ("Failed", "Error") and wf["spec"]["shutdown"] == "Stop"
     assert kube.pods(namespace) == []
     assert trainjob(kube, namespace)["status"]["conditions"][-1]["type"] == "Failed"
