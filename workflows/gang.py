@@ -19,6 +19,14 @@ inside a Hera ``DAG`` adds to the enclosing Workflow exactly the templates
   Service behind that subdomain (owned by the Workflow; ``trainweave render``
   emits it as a separate manifest instead).
 
+Fan-out: a step called with ``with_items``/``with_param`` (or ``instance=``) runs
+once per item, each run its own pod group: both templates take an input
+parameter ``instance`` (default ``{{item}}``), which goes into the pod-group
+name ``<workflow>-<name>-<instance>-a0`` and the hostnames
+``<workflow>-<name>-<instance>-<replica>-<index>`` (so the PET_MASTER_ADDR of
+each run is its own rank 0); the pod template may use
+``{{inputs.parameters.instance}}`` (e.g. in ``args``).
+
 ``exit_cleanup`` adds render's exit handler, which deletes the step Workloads
 of a run that did not succeed (Kueue never finishes a failed pod group).
 """
@@ -44,6 +52,8 @@ from trainweave.workflows import context
 Json = dict[str, Any]
 SERVICE_TEMPLATE = "trainweave-service"
 DEFAULT_RETRY = RetryPolicy(DEFAULT_BACKOFF_LIMIT)  # batch/v1 Job default backoffLimit, per pod
+INSTANCE = "instance"
+INSTANCE_VALUE = "{{inputs.parameters.instance}}"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -113,26 +123,34 @@ class GangStep:
         """The Kueue pod-group (and Workload) name of this step in ``workflow``."""
         return names.group_name(workflow, self.name, 0)
 
-    def templates(self, workflow: str, namespace: str | None = None) -> list[m.Template]:
-        """``step-<name>`` (+ the Service template with ``service``) and the pod template."""
+    def templates(
+        self, workflow: str, namespace: str | None = None, fan_out: bool = False
+    ) -> list[m.Template]:
+        """``step-<name>`` (+ the Service template with ``service``) and the pod template;
+        with ``fan_out``, both per ``instance`` (module docstring)."""
         pipeline = self.pipeline(workflow, namespace)
         step = pipeline.steps[0]
         dag = argo.step_template(pipeline, step)
-        out = [dag, argo.pod_template(pipeline, step, step.jobs[0])]
+        pod = argo.pod_template(pipeline, step, step.jobs[0])
+        if fan_out:
+            pod = per_instance(dag, pod, f"{workflow}-{self.name}-")
+        out = [dag, pod]
         if self.service:
             assert dag.dag is not None
             dag.dag.tasks.append(m.DAGTask(name="service", template=SERVICE_TEMPLATE))
             out.append(service_template(pipeline))
         return out
 
-    def check(self, workflow: Workflow) -> None:
-        """Raise if a name would pass 63 characters once Argo names the Workflow."""
+    def check(self, workflow: Workflow, instance: int = 0) -> None:
+        """Raise if a name would pass 63 characters once Argo names the Workflow (and an
+        ``instance`` of that many characters is added)."""
         wf = context.workflow_name(workflow)
+        extra = instance + 1 if instance else 0
         candidates = [self.group_name(wf)]
         if self.dns:
             candidates.append(names.pod_hostname(wf, self.name, 0, self.pods - 1))
         for value in candidates:
-            size = max(len(value), context.longest(value, workflow))
+            size = max(len(value), context.longest(value, workflow)) + extra
             if size > names.MAX_LABEL:
                 raise ValueError(
                     f"step {self.name!r}: {value!r} can reach {size} characters (at most"
@@ -142,15 +160,66 @@ class GangStep:
     def __call__(
         self, name: str | None = None, *, workflow: Workflow | None = None, **task: Any
     ) -> Task:
-        """Add this step's templates to the Workflow; return its Task (in the open DAG)."""
+        """Add this step's templates to the Workflow; return its Task (in the open DAG).
+
+        With ``with_items``/``with_param`` each item runs as its own pod group, named by
+        ``instance`` (default ``{{item}}``: items must then be DNS-label strings or numbers).
+        """
         wf = workflow or context.active_workflow()
-        self.check(wf)
-        for template in self.templates(context.workflow_name(wf), wf.namespace):
+        instance = task.pop(INSTANCE, None)
+        if instance is None and (task.get("with_items") is not None or task.get("with_param")):
+            instance = "{{item}}"
+        self.check(wf, _instance_length(instance, task.get("with_items")))
+        fan_out = instance is not None
+        for template in self.templates(context.workflow_name(wf), wf.namespace, fan_out):
             context.add_template(wf, template)
+        if fan_out:
+            task["arguments"] = {**(task.get("arguments") or {}), INSTANCE: instance}
         return Task(name=name or self.name, template=f"step-{self.name}", **task)
 
     def _subdomain(self, workflow: str) -> str:
         return self.subdomain or workflow
+
+
+def per_instance(dag: m.Template, pod: m.Template, prefix: str) -> m.Template:
+    """Give ``dag`` and ``pod`` the input ``instance`` and put it after ``prefix``
+    (``<workflow>-<step>-``) in every name of the pod template: its pod group, hostnames,
+    PET_MASTER_ADDR. Returns the new pod template (``dag`` is changed in place)."""
+    assert dag.dag is not None
+    dag.inputs = m.Inputs(parameters=[m.Parameter(name=INSTANCE)])
+    for t in dag.dag.tasks:
+        args = t.arguments.parameters if t.arguments and t.arguments.parameters else []
+        t.arguments = m.Arguments(
+            parameters=[*args, m.Parameter(name=INSTANCE, value=INSTANCE_VALUE)]
+        )
+
+    def rename(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace(prefix, f"{prefix}{INSTANCE_VALUE}-")
+        if isinstance(value, list):
+            return [rename(v) for v in value]
+        if isinstance(value, dict):
+            return {k: rename(v) for k, v in value.items()}
+        return value
+
+    wire = rename(pod.model_dump(by_alias=True, exclude_none=True))
+    wire["inputs"]["parameters"].append({"name": INSTANCE})
+    return m.Template.model_validate(wire)
+
+
+def _instance_length(instance: str | None, items: Any) -> int:
+    """Characters an instance adds at most: the longest literal item, else the literal value
+    (a ``with_param`` list is unknown until run time: not checked)."""
+    if instance is None:
+        return 0
+    if instance == "{{item}}" and isinstance(items, list):
+        for item in items:
+            if not isinstance(item, (str, int)) or not _DNS_LABEL.match(str(item)):
+                raise ValueError(
+                    f"item {item!r} cannot name a pod group: give instance= (a DNS label)"
+                )
+        return max((len(str(i)) for i in items), default=0)
+    return 0 if "{{" in instance else len(instance)
 
 
 def pipeline_of(steps: Sequence[GangStep], workflow: str, namespace: str | None = None) -> Pipeline:

@@ -281,3 +281,84 @@ def test_errors(scenario: str, error: type[Exception], match: str) -> None:
                 )
         else:
             trainer("Node_1", "i", ["c"], "q")
+
+
+SWEEP_EXAMPLE = EXAMPLES / "hera" / "lr_sweep.py"
+
+
+def load_sweep() -> Workflow:
+    spec = importlib.util.spec_from_file_location("hera_lr_sweep", SWEEP_EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    w: Workflow = module.w
+    return w
+
+
+def test_sweep_example_matches_golden() -> None:
+    golden = SWEEP_EXAMPLE.with_suffix(".yaml")
+    if os.environ.get("TRAINWEAVE_REGENERATE"):
+        golden.write_text(load_sweep().to_yaml())
+    assert load_sweep().to_dict() == yaml.safe_load(golden.read_text())
+
+
+def test_fan_out_is_one_pod_group_per_item() -> None:
+    """with_items over a gang step: the item names the pod group, hostnames and the torch master
+    of each run; the total count stays the step's pods."""
+    with Workflow(generate_name="sweep-", entrypoint="main") as w, DAG(name="main"):
+        gpu_step(nodes=2)(name="train", with_items=["1e-4", "3e-4"])
+    templates = templates_of(w.to_dict())
+    (task,) = templates["main"]["dag"]["tasks"]
+    assert task["withItems"] == ["1e-4", "3e-4"]
+    assert task["arguments"]["parameters"] == [{"name": "instance", "value": "{{item}}"}]
+    step = templates["step-node"]
+    assert step["inputs"]["parameters"] == [{"name": "instance"}]
+    for t in pod_tasks(step):
+        assert {"name": "instance", "value": "{{inputs.parameters.instance}}"} in t["arguments"][
+            "parameters"
+        ]
+    pod = templates["node"]
+    instance = "{{inputs.parameters.instance}}"
+    assert pod["inputs"]["parameters"][-1] == {"name": "instance"}
+    assert pod["metadata"]["labels"][L.KUEUE_POD_GROUP_NAME] == (
+        f"{{{{workflow.name}}}}-node-{instance}-a0"
+    )
+    assert pod["metadata"]["annotations"][L.KUEUE_POD_GROUP_TOTAL_COUNT] == "2"
+    assert pod["metadata"]["labels"][L.TRAINJOB] == "{{workflow.name}}"
+    env = {e["name"]: e.get("value") for e in pod["containerSet"]["containers"][0]["env"]}
+    assert (
+        env["PET_MASTER_ADDR"] == f"{{{{workflow.name}}}}-node-{instance}-0-0.{{{{workflow.name}}}}"
+    )
+    patch = yaml.safe_load(pod["podSpecPatch"])
+    assert patch["hostname"] == (
+        f"{{{{workflow.name}}}}-node-{instance}-{{{{inputs.parameters.replica}}}}"
+        "-{{inputs.parameters.index}}"
+    )
+    assert patch["subdomain"] == "{{workflow.name}}"
+
+
+def test_fan_out_without_items_keeps_one_group() -> None:
+    with Workflow(name="ft", entrypoint="main") as w, DAG(name="main"):
+        gpu_step(nodes=2)()
+    pod = templates_of(w.to_dict())["node"]
+    assert pod["metadata"]["labels"][L.KUEUE_POD_GROUP_NAME] == "ft-node-a0"
+    assert [p["name"] for p in pod["inputs"]["parameters"]] == ["replica", "index"]
+
+
+@pytest.mark.parametrize(
+    ("task", "match"),
+    [
+        (dict(with_items=["a_b"]), "cannot name a pod group"),
+        (dict(with_items=[{"lr": 1}]), "cannot name a pod group"),
+        (dict(with_items=["x" * 30]), "at most 63"),
+        (dict(instance="y" * 30, with_param="{{tasks.a.outputs.result}}"), "at most 63"),
+    ],
+    ids=["not-a-label", "dict-item", "item-too-long", "instance-too-long"],
+)
+def test_fan_out_names_are_checked(task: Json, match: str) -> None:
+    with (
+        Workflow(generate_name="g" * 20 + "-", entrypoint="main"),
+        DAG(name="main"),
+        pytest.raises(ValueError, match=match),
+    ):
+        gpu_step(nodes=2)(**task)
