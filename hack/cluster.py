@@ -503,6 +503,9 @@ def start_argo_server(bin_dir: Path, state: dict[str, Any]) -> None:
             "--auth-mode=client",
             "--loglevel=info",
         ],
+        # client mode builds each caller's REST config from the default loading rules, not from
+        # --kubeconfig (util/kubeconfig/kubeconfig.go DefaultRestConfig): host and CA from here
+        env={"KUBECONFIG": str(KUBECONFIG)},
         cwd=STATE / "argo",
     )
     state["ports"]["argo-server (all interfaces, upstream hard-wired; auth-mode=client)"] = port
