@@ -83,6 +83,7 @@ def to_pipeline(
         jobs.append(job)
         errors += job_errors
     errors += validate.name_errors(trainjob.metadata.name, jobs)
+    errors += validate.size_errors(jobs)
     steps = []
     for shape in shapes:
         step_jobs = tuple(jobs[i] for i in shape.jobs)

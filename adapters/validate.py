@@ -11,7 +11,7 @@ from typing import Any
 from trainweave.adapters import names
 from trainweave.errors import InputError
 from trainweave.inputs import RuntimeSpec, TrainJob
-from trainweave.labels import Reason
+from trainweave.labels import Ancestor, Reason
 from trainweave.model import Job
 
 Json = dict[str, Any]
@@ -124,6 +124,31 @@ def name_errors(trainjob: str, jobs: list[Job]) -> list[InputError]:
                 )
             )
     return errors
+
+
+# One TrainJob is one Argo Workflow: one object holding a template per pod (about 150 bytes each
+# in spec) and, as it runs, a node per pod and per container in its status, all under the API
+# server's object size limit (etcd's 1.5 MiB request limit; Argo compresses node status past
+# 1 MB). 2000 pods keeps the spec near 300 kB; beyond, the rendering itself grows without bound
+# (numNodes: 1000000 took 22 GB before this limit). docs/inputs.md.
+MAX_PODS = 2000
+
+
+def size_errors(jobs: list[Job]) -> list[InputError]:
+    """More pods than one Workflow can hold: the error names the largest job's count."""
+    total = sum(job.pods for job in jobs)
+    if total <= MAX_PODS:
+        return []
+    biggest = max(jobs, key=lambda job: job.pods)
+    trainer = biggest.ancestor is Ancestor.TRAINER or biggest.name == "node"
+    return [
+        InputError(
+            "spec.trainer.numNodes" if trainer else "spec.runtimeRef",
+            f"gives {total} pods ({biggest.pods} in job {biggest.name!r}); a TrainJob may run at"
+            f" most {MAX_PODS}, all held in one Argo Workflow object",
+            reason=Reason.INVALID_TRAINJOB if trainer else Reason.INVALID_RUNTIME,
+        )
+    ]
 
 
 def container(pod_spec: Json, name: str, init: bool = False) -> Json | None:

@@ -45,6 +45,10 @@ def _num_nodes(rt: RuntimeBuilder, tj: Json) -> None:
     tj["spec"]["trainer"] = {"numNodes": 0}
 
 
+def _num_nodes_enormous(rt: RuntimeBuilder, tj: Json) -> None:
+    tj["spec"]["trainer"] = {"numNodes": 1_000_000}  # rendering it took 22 GB before the limit
+
+
 def _storage_uri(rt: RuntimeBuilder, tj: Json) -> None:
     rt.with_initializers()
     tj["spec"]["initializer"] = {"dataset": {"storageUri": "just-a-path"}}
@@ -167,6 +171,14 @@ CASES: list[tuple[str, Callable[[RuntimeBuilder, Json], None], list[str]]] = [
         ],
     ),
     ("numNodes-zero", _num_nodes, ["TJ: spec.trainer.numNodes: must be at least 1, got 0"]),
+    (
+        "numNodes-enormous",
+        _num_nodes_enormous,
+        [
+            "TJ: spec.trainer.numNodes: gives 1000000 pods (1000000 in job 'node'); a TrainJob may"
+            " run at most 2000, all held in one Argo Workflow object"
+        ],
+    ),
     (
         "storageUri",
         _storage_uri,
