@@ -166,11 +166,27 @@ def is_finished(conds: list[Json]) -> bool:
     )
 
 
+# Trainer's CRD caps a condition message at 32768 characters (status.conditions[].message
+# maxLength); a status patch over it is refused, and the TrainJob would never show its failure.
+# An error quoting a hostile value (a 1 MiB quantity string) is clipped well below.
+MAX_MESSAGE = 4096
+
+
+def clip(message: str, limit: int = MAX_MESSAGE) -> str:
+    """``message``, or its head and how much was cut when longer than ``limit``."""
+    if len(message) <= limit:
+        return message
+    kept = limit - 40  # room for the tail
+    return f"{message[:kept]}... ({len(message) - kept} more characters)"
+
+
 def set_condition(
     conds: list[Json], ctype: ConditionType, status: bool, reason: Reason, message: str, now: str
 ) -> list[Json]:
-    """meta.SetStatusCondition: update in place, append if new, keep time unless flipped."""
+    """meta.SetStatusCondition: update in place, append if new, keep time unless flipped; the
+    message clipped to MAX_MESSAGE."""
     value = "True" if status else "False"
+    message = clip(message)
     out = []
     found = False
     for c in conds:

@@ -12,7 +12,15 @@ from tests.unit.cluster_objects import T0, Pod, StepState, pod, trainjob, workfl
 from tests.unit.examples import render_example
 from trainweave import labels as L
 from trainweave.integrations.argo_view import decode_nodes, view
-from trainweave.integrations.rollup import Observed, job_sizes, jobs_status, rollup
+from trainweave.integrations.rollup import (
+    MAX_MESSAGE,
+    Observed,
+    job_sizes,
+    jobs_status,
+    rollup,
+    set_condition,
+)
+from trainweave.labels import ConditionType, Reason
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
 FIXTURES = Path(__file__).parent / "fixtures" / "argo"
@@ -500,3 +508,16 @@ def test_engine_captured_containerset_failure_names_step_and_exit_code() -> None
     status, reason, message = conds(rollup(Observed(tj, (doc,)), NOW))["Failed"]
     assert (status, reason) == ("True", "FailedJobs")
     assert "'node'" in message and "exit code 3" in message, message
+
+
+def test_a_condition_message_is_clipped_below_the_crds_limit() -> None:
+    """Trainer's CRD refuses a condition message over 32768 characters; an error quoting a hostile
+    1 MiB value must still reach the TrainJob."""
+    conds = set_condition(
+        [], ConditionType.FAILED, True, Reason.INVALID_TRAINJOB, "x" * 1_048_576, "t"
+    )
+    message = conds[0]["message"]
+    assert len(message) <= MAX_MESSAGE < 32768
+    assert message.endswith(f"... ({1_048_576 - (MAX_MESSAGE - 40)} more characters)")
+    short = set_condition([], ConditionType.FAILED, True, Reason.INVALID_TRAINJOB, "m", "t")
+    assert short[0]["message"] == "m"
