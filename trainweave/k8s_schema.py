@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -36,6 +37,57 @@ _SCALARS: dict[str, tuple[type, ...]] = {
 
 
 ROOTS = ("V1JobTemplateSpec", "V1PersistentVolumeClaim", "V1PodSpec")
+
+# Value rules the API server applies to these fields (Kubernetes v1.36: k8s.io/apimachinery
+# pkg/util/validation, pkg/apis/core/validation). A pod template that breaks one is refused only
+# when Argo creates the pod, after its step was admitted, and every retry is refused again: so
+# they are input errors here, by field path.
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_PORT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _dns_label(value: Any) -> str:
+    if isinstance(value, str) and len(value) <= 63 and _DNS_LABEL.match(value):
+        return ""
+    return (
+        f"{value!r} is not a lowercase RFC 1123 label (at most 63 characters of a-z, 0-9 and '-',"
+        " starting and ending with a letter or digit)"
+    )
+
+
+def _env_name(value: Any) -> str:
+    # IsRelaxedEnvVarName (RelaxedEnvironmentVariableValidation, on since v1.34)
+    if isinstance(value, str) and value and all(" " <= ch <= "~" and ch != "=" for ch in value):
+        return ""
+    return (
+        f"{value!r} is not a valid environment variable name (printable ASCII, not '=', not empty)"
+    )
+
+
+def _port_number(value: Any) -> str:
+    return "" if isinstance(value, int) and 1 <= value <= 65535 else f"{value!r} is not 1-65535"
+
+
+def _port_name(value: Any) -> str:
+    # IsValidPortName: an IANA_SVC_NAME, at most 15 characters with a letter
+    if (
+        isinstance(value, str)
+        and len(value) <= 15
+        and _PORT_NAME.match(value)
+        and "--" not in value
+        and any(ch.isalpha() for ch in value)
+    ):
+        return ""
+    return f"{value!r} is not a valid port name (IANA_SVC_NAME: at most 15 of a-z, 0-9, '-')"
+
+
+_RULES: dict[tuple[str, str], Callable[[Any], str]] = {
+    ("V1Container", "name"): _dns_label,
+    ("V1Volume", "name"): _dns_label,
+    ("V1EnvVar", "name"): _env_name,
+    ("V1ContainerPort", "containerPort"): _port_number,
+    ("V1ContainerPort", "name"): _port_name,
+}
 Table = dict[str, dict[str, tuple[str, str]]]
 
 
@@ -133,6 +185,10 @@ def _walk(value: Any, type_name: str, path: str, reason: Reason, out: list[Input
         if type_name == "V1ResourceRequirements" and attr in ("limits", "requests"):
             _quantities(item, f"{path}.{key}", reason, out)
             continue
+        rule = _RULES.get((type_name, key))
+        if rule is not None and (problem := rule(item)):
+            out.append(InputError(f"{path}.{key}", problem, reason=reason))
+            continue
         _walk(item, sub, f"{path}.{key}", reason, out)
 
 
@@ -152,7 +208,8 @@ def _quantities(value: Any, path: str, reason: Reason, out: list[InputError]) ->
         try:
             if isinstance(amount, bool) or not isinstance(amount, str | int | float):
                 raise quantity.QuantityError(f"{amount!r} is not a quantity")
-            quantity.parse(amount)
+            if quantity.parse(amount) < 0:
+                raise quantity.QuantityError(f"{amount!r} must be greater than or equal to 0")
         except quantity.QuantityError as exc:
             out.append(InputError(f"{path}.{name}", str(exc), reason=reason))
 
