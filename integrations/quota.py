@@ -33,6 +33,11 @@ FINISHED = "Finished"
 RELEASED = "Released"
 HOLDING = frozenset({RESERVED, ADMITTED})
 WAITING = frozenset({PENDING, EVICTED})
+# QuotaReserved=False reasons (Kueue v0.19 workload_types.go) no amount of waiting ends: the
+# request exceeds what the ClusterQueue (and cohort) can ever lend, no flavor matches, or the
+# LocalQueue/ClusterQueue is missing or inactive. The step keeps waiting, as Kueue keeps the
+# Workload (an admin may raise a quota or make the queue), but the Event is a Warning.
+NEEDS_ADMIN = frozenset({"ExceedsMaxQuota", "NoMatchingFlavor", "Misconfigured"})
 DONE = frozenset({FINISHED, RELEASED})
 
 

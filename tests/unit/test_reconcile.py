@@ -108,7 +108,24 @@ def test_first_reconcile_writes_status_quota_and_events() -> None:
     assert kinds == [("PATCH", "ft"), ("POST", "events"), ("PATCH", "status")]
     event = rec.writes[1].body or {}
     assert event["reason"] == "StepWaitingForQuota"
+    assert event["type"] == "Normal"
     assert "queue gpu: WaitingForQuota" in event["message"]
+
+
+@pytest.mark.parametrize("reason", ["ExceedsMaxQuota", "NoMatchingFlavor", "Misconfigured"])
+def test_a_step_no_wait_will_admit_is_a_warning_event_not_a_failure(reason: str) -> None:
+    """Kueue keeps such a Workload pending (an admin may raise the quota or create the queue):
+    trainweave does too, and warns."""
+    wf = workflow({"init": INIT_OK, "trainer": TRAINER_RUN})
+    wls = (workload("ft-trainer-a0", queue="gpu", pending_reason=reason),)
+    obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}), (wf,), (), wls)
+    rec = Recorder()
+    run(obs, rec)
+    events = [r.body or {} for r in rec.writes if r.path.endswith("/events")]
+    assert [(e["type"], e["reason"]) for e in events] == [("Warning", "StepWaitingForQuota")]
+    assert f"queue gpu: {reason}" in events[0]["message"]
+    status = [r.body or {} for r in rec.writes if r.path.endswith("/status")]
+    assert all(c["type"] != "Failed" for b in status for c in b["status"].get("conditions", []))
 
 
 def test_start_creates_children_owned_by_trainjob() -> None:
