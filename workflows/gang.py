@@ -131,7 +131,7 @@ class GangStep:
         pipeline = self.pipeline(workflow, namespace)
         step = pipeline.steps[0]
         dag = argo.step_template(pipeline, step)
-        pod = argo.pod_template(pipeline, step, step.jobs[0])
+        pod = workflow_volume_mounts(argo.pod_template(pipeline, step, step.jobs[0]))
         if fan_out:
             pod = per_instance(dag, pod, f"{workflow}-{self.name}-")
         out = [dag, pod]
@@ -179,6 +179,26 @@ class GangStep:
 
     def _subdomain(self, workflow: str) -> str:
         return self.subdomain or workflow
+
+
+def workflow_volume_mounts(pod: m.Template) -> m.Template:
+    """Move the container's mounts of volumes the template does not define (the Workflow's
+    ``volumes`` / ``volumeClaimTemplates``) to ``containerSet.volumeMounts``: Argo v4.0.7 adds a
+    Workflow volume to a pod only when the template's own mounts name it, and for a containerSet
+    those are the set's, not its containers' (workflow/controller/workflowpod.go
+    addVolumeReferences -> Template.GetVolumeMounts), so the pod was invalid ("volumeMounts[0].name:
+    Not found"). The set's mounts go to every container: with one container, the same pod."""
+    if pod.container_set is None or len(pod.container_set.containers) != 1:
+        return pod
+    (container,) = pod.container_set.containers
+    own = {v.name for v in pod.volumes or []}
+    outer = [vm for vm in container.volume_mounts or [] if vm.name not in own]
+    if outer:
+        container.volume_mounts = [
+            vm for vm in container.volume_mounts or [] if vm.name in own
+        ] or None
+        pod.container_set.volume_mounts = outer
+    return pod
 
 
 def per_instance(dag: m.Template, pod: m.Template, prefix: str) -> m.Template:

@@ -362,3 +362,23 @@ def test_fan_out_names_are_checked(task: Json, match: str) -> None:
         pytest.raises(ValueError, match=match),
     ):
         gpu_step(nodes=2)(**task)
+
+
+def test_workflow_volume_mounts_move_to_the_container_set(example: Json) -> None:
+    """Argo adds a Workflow volume (here the `workspace` claim template) to a containerSet pod
+    only when the set's own volumeMounts name it; a pod-level volume stays on the container."""
+    init = templates_of(example)["dataset-initializer"]["containerSet"]
+    assert init["volumeMounts"] == [{"name": "workspace", "mountPath": "/workspace"}]
+    assert "volumeMounts" not in init["containers"][0]
+    with Workflow(name="v", entrypoint="main") as w, DAG(name="main"):
+        initializer(
+            "dataset-initializer",
+            "i",
+            "s3://d",
+            "cpu",
+            volumes=[{"name": "own", "emptyDir": {}}],
+            volume_mounts=[{"name": "own", "mountPath": "/own"}],
+        )()
+    cs = templates_of(w.to_dict())["dataset-initializer"]["containerSet"]
+    assert "volumeMounts" not in cs
+    assert cs["containers"][0]["volumeMounts"] == [{"name": "own", "mountPath": "/own"}]
