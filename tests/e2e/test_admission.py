@@ -1,9 +1,12 @@
-"""The admission benchmark, small (benchmarks/admission.py): 4 init-heavy TrainJobs under
+"""The admission benchmark, small (benchmarks/admission.py): 6 init-heavy TrainJobs under
 upstream (Kubeflow Trainer + JobSet + Kueue's TrainJob integration) and under trainweave.
 
 Upstream admits each TrainJob as one Workload, so the trainer's 16 GPUs are reserved while the
 initializers run; trainweave admits the trainer step only once the initializers are done. The
-GPU quota fits two trainers, so upstream also queues the other two TrainJobs behind them.
+GPU quota fits two trainers, so upstream runs the TrainJobs in three waves of two, initializers
+included; trainweave runs every initializer at once and then the trainers two by two. Six, not
+four: with four the two makespans were within a few seconds of each other (step transitions cost
+trainweave up to Argo's requeue time each), and a test must not ride on that.
 """
 
 from __future__ import annotations
@@ -19,19 +22,21 @@ pytestmark = pytest.mark.e2e
 
 def test_trainweave_holds_no_gpus_while_initializers_run(kube: Kube) -> None:
     cluster = admission.Cluster(str(default_kubeconfig()))
-    jobs = admission.trace("init-heavy", 4, seed=1, scale=0.5)
+    n = 6
+    jobs = admission.trace("init-heavy", n, seed=1, scale=0.5)
     cluster.upstream(True)
     try:
         up = cluster.run("upstream", jobs, timeout=600)
     finally:
         cluster.upstream(False)
     tw = cluster.run("trainweave", jobs, timeout=600)
-    assert [j.outcome for j in up.jobs] == ["Complete"] * 4, up.jobs
-    assert [j.outcome for j in tw.jobs] == ["Complete"] * 4, tw.jobs
+    assert [j.outcome for j in up.jobs] == ["Complete"] * n, up.jobs
+    assert [j.outcome for j in tw.jobs] == ["Complete"] * n, tw.jobs
     # upstream: at least the shortest initializer phase of each TrainJob, 16 GPUs each
     least_init = min(j.seconds["dataset-initializer"] for j in jobs)
-    assert up.figures["held_idle_gpu_s"] >= 4 * 16 * least_init, up.figures
+    assert up.figures["held_idle_gpu_s"] >= n * 16 * least_init, up.figures
     # trainweave: only the time between a trainer step's admission and its pods running
     # (scheduling; under 2 s per step on these engines)
-    assert tw.figures["held_idle_gpu_s"] <= 4 * 16 * 2, tw.figures
-    assert tw.figures["makespan_s"] < up.figures["makespan_s"], (tw.figures, up.figures)
+    assert tw.figures["held_idle_gpu_s"] <= n * 16 * 2, tw.figures
+    # three waves against one initializer phase: at least 15% shorter (measured: 0.6-0.7)
+    assert tw.figures["makespan_s"] < 0.85 * up.figures["makespan_s"], (tw.figures, up.figures)
