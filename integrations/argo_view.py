@@ -21,6 +21,7 @@ unknown.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import gzip
 import json
 import re
@@ -100,6 +101,15 @@ class StepView:
     phase: str  # "" when Argo has not reached the step yet
     message: str = ""
     pods: tuple[PodResult, ...] = ()
+    slots: tuple[str, ...] = ()  # every pod task of the step's DAG, from the Workflow's spec
+
+    @property
+    def pods_succeeded(self) -> bool:
+        """Every pod slot of the step succeeded: its work is done even when the step's DAG node
+        is Failed because the Workflow was stopped right after (Argo marks a stopped Workflow's
+        unfinished DAG nodes Failed)."""
+        done = {p.slot for p in self.pods if p.phase == "Succeeded"}
+        return bool(self.slots) and all(slot in done for slot in self.slots)
 
     @property
     def failed_pod(self) -> PodResult | None:
@@ -136,8 +146,10 @@ class WorkflowView:
 
     @property
     def succeeded_steps(self) -> frozenset[str]:
-        """Steps whose node Succeeded in this Workflow."""
-        return frozenset(n for n, s in self.steps.items() if s.phase == "Succeeded")
+        """Steps whose node Succeeded in this Workflow, or all of whose pods did."""
+        return frozenset(
+            n for n, s in self.steps.items() if s.phase == "Succeeded" or s.pods_succeeded
+        )
 
     @property
     def backoff_job(self) -> str:
@@ -282,6 +294,9 @@ def _view(workflow: Json) -> WorkflowView:
     steps = _steps(name, nodes or {})
     for step in _template_steps(workflow):
         steps.setdefault(step, StepView(step, ""))
+    for step, slots in _template_slots(workflow).items():
+        if step in steps:
+            steps[step] = dataclasses.replace(steps[step], slots=slots)
     return WorkflowView(
         name=name,
         uid=str(meta.get("uid", "")),
@@ -394,6 +409,18 @@ def _template_steps(workflow: Json) -> list[str]:
         if tpl.get("name") == entry and tpl.get("dag"):
             return [str(t["name"]) for t in tpl["dag"].get("tasks") or []]
     return []
+
+
+def _template_slots(workflow: Json) -> dict[str, tuple[str, ...]]:
+    """Step -> the pod tasks of its DAG template (``<job>-<replica>-<index>``)."""
+    spec = workflow.get("spec") or {}
+    by_name = {str(t.get("name")): t for t in spec.get("templates") or []}
+    entry = by_name.get(str(spec.get("entrypoint")))
+    out: dict[str, tuple[str, ...]] = {}
+    for task in ((entry or {}).get("dag") or {}).get("tasks") or []:
+        dag = (by_name.get(str(task.get("template"))) or {}).get("dag") or {}
+        out[str(task["name"])] = tuple(str(t["name"]) for t in dag.get("tasks") or [])
+    return out
 
 
 def step_groups(workflow: Json) -> dict[str, Json]:

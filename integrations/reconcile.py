@@ -175,6 +175,10 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Plan) -> None:
     if latest.stopped_for == "suspend":
         live = _live_groups(obs, latest)
         if latest.terminal and not live and all(_terminal_pod(p) for p in wf_pods):
+            finished = _finished_groups_to_rerun(obs, latest, prog.done_steps)
+            if finished:  # the next segment re-uses these group names: Kueue would never
+                out.requests += finished  # admit its pods into a Finished Workload
+                return
             out.start = Start(prog.attempt, latest.segment + 1, prog.done_steps, False)
         return
     if prog.state == "failed" and not prog.exhausted:
@@ -185,6 +189,26 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Plan) -> None:
     if verdict and not latest.terminal and not latest.shutdown:
         stopped_for = f"{labels.STOPPED_FOR_JOB_FAILED}/{verdict.job}"
         out.requests.append(_stop(ns, latest, stopped_for))
+
+
+def _finished_groups_to_rerun(
+    obs: Observed, wf: WorkflowView, done_steps: frozenset[str]
+) -> list[api.Request]:
+    """Deletes of the Finished Workloads of ``wf``'s steps that the next segment runs again (a
+    step stopped with some of its pods done: Kueue finished its group)."""
+    ns = str(_meta(obs.trainjob)["namespace"])
+    groups: dict[str, Json] = {}
+    for w in obs.workflows:
+        if _meta(w).get("name") == wf.name:
+            groups = step_groups(w)
+    rerun = {g for g, info in groups.items() if info["step"] not in done_steps}
+    return [
+        api.delete(api.WORKLOAD, ns, str(_meta(wl)["name"]), str(_meta(wl).get("uid", "")))
+        for wl in obs.workloads
+        if _meta(wl).get("name") in rerun
+        and workload_finished(wl)
+        and not _meta(wl).get("deletionTimestamp")
+    ]
 
 
 def _live_groups(obs: Observed, wf: WorkflowView) -> list[str]:

@@ -156,6 +156,13 @@ def workflow(
                     "phase": "Succeeded" if code == 0 else "Failed",
                     **({"message": f"{ctr}: Error (exit code {code}): "} if code else {}),
                 }
+        slots = sorted({pod.slot for pod in st.pods})
+        templates.append(  # the step's DAG: one task per pod slot, as adapters.argo renders it
+            {
+                "name": f"step-{sname}",
+                "dag": {"tasks": [{"name": x, "template": rjob} for x in slots]},
+            }
+        )
         templates.append(
             {
                 "name": rjob,

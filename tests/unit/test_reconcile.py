@@ -493,3 +493,51 @@ def test_names_are_one_path_segment() -> None:
     )
     assert api.valid_name("llm-finetune.v2") and not api.valid_name("../rt")
     assert not api.valid_name("a" * 254) and not api.valid_name("")
+
+
+def test_a_step_whose_pods_all_succeeded_before_the_stop_is_not_run_again() -> None:
+    """Found by the chaos test: suspended while the trainer finished, Argo had already run the
+    exporter's pod to success when the Stop landed; Argo then marks the exporter's DAG node
+    Failed. The step's work is done: the resumed segment must not run it again (its pods would
+    join the group's Finished Workload and stay gated forever)."""
+    trainer = StepState("Succeeded", [Pod("node-0-0", "Succeeded", 0)], role="trainer", queue="gpu")
+    exporter = StepState("Failed", [Pod("exporter-0-0", "Succeeded", 0)], queue="cpu")
+    stopped = workflow(
+        {"init": INIT_OK, "trainer": trainer, "exporter": exporter},
+        phase="Failed",
+        shutdown="Stop",
+        stopped_for="suspend",
+    )
+    obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}), (stopped,))
+    plan = reconcile.plan(obs, NOW)
+    assert plan.start is not None
+    assert plan.start.skip_steps == frozenset({"init", "trainer", "exporter"})
+
+
+def test_resuming_deletes_a_finished_workload_the_next_segment_reuses_first() -> None:
+    """A 2-pod step stopped with one pod done: Kueue finished the group's Workload. The next
+    segment runs the step again under the same group name, so the Workload goes first."""
+    half = StepState(
+        "Failed",
+        [Pod("node-0-0", "Succeeded", 0), Pod("node-0-1", "Failed", 143)],
+        role="trainer",
+        queue="gpu",
+    )
+    stopped = workflow(
+        {"init": INIT_OK, "trainer": half}, phase="Failed", shutdown="Stop", stopped_for="suspend"
+    )
+    wl = workload(
+        "ft-trainer-a0",
+        queue="gpu",
+        reserved="2026-11-01T10:03:00Z",
+        finished="2026-11-01T10:04:00Z",
+    )
+    obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}), (stopped,), (), (wl,))
+    plan = reconcile.plan(obs, NOW)
+    assert plan.start is None
+    assert [(r.method, r.path.rsplit("/", 1)[-1]) for r in plan.requests] == [
+        ("DELETE", "ft-trainer-a0")
+    ]
+    # once it is gone, the segment starts, skipping only the finished initializer
+    plan = reconcile.plan(Observed(obs.trainjob, (stopped,)), NOW)
+    assert plan.start is not None and plan.start.skip_steps == frozenset({"init"})
