@@ -1,6 +1,6 @@
 # The e2e tier's control plane (docs/local-control-plane.md). Included by the top Makefile, which
 # defines VENV, PY and the venv target.
-.PHONY: engines cluster-up cluster-down cluster-status e2e kind-up kind-down
+.PHONY: engines cluster-up cluster-down cluster-status e2e chaos kind-up kind-down
 
 E2E_PYTEST_ARGS ?=
 
@@ -38,6 +38,11 @@ ifeq ($(KUBECONFIG_E2E),)
 else
 	TRAINWEAVE_KUBECONFIG=$(KUBECONFIG_E2E) $(PY) -m pytest -m e2e tests/e2e $(E2E_PYTEST_ARGS)
 endif
+
+## The chaos suite at full size: tests/e2e/test_chaos.py ten times over (200 pipelines, 50
+## controller kills, 10 crashes each of Kueue and Argo; docs/reliability.md). make test runs it x1.
+chaos: venv
+	TRAINWEAVE_CHAOS_SCALE=10 $(MAKE) e2e E2E_PYTEST_ARGS="-k test_chaos -s"
 
 ## Docker users: a kind cluster with the same pinned Kueue/Argo/Trainer CRDs (cannot run here).
 kind-up:

@@ -15,6 +15,7 @@ default ${XDG_CACHE_HOME:-~/.cache}/trainweave/cluster. docs/local-control-plane
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -289,6 +290,8 @@ def start_process(
         )
     (STATE / "pids").mkdir(exist_ok=True)
     (STATE / "pids" / f"{name}.pid").write_text(str(p.pid))
+    launch = {"argv": argv, "env": env or {}, "cwd": str(cwd or STATE)}
+    (STATE / "pids" / f"{name}.json").write_text(json.dumps(launch))  # for `restart`
     log(f"started {name} (pid {p.pid}), log {logf}")
     return p.pid
 
@@ -842,6 +845,31 @@ def cmd_render(args: argparse.Namespace) -> None:
     log(f"wrote nodes.yaml stages.yaml flavors.yaml kueue-config.yaml to {out}")
 
 
+def health_url(name: str, state: dict[str, Any]) -> str:
+    """Where `up` waits for ``name`` to be healthy."""
+    if name == "workflow-controller":
+        return "http://127.0.0.1:6060/healthz"
+    return f"http://127.0.0.1:{state['ports'][f'{name}/health']}/readyz"
+
+
+def cmd_restart(args: argparse.Namespace) -> None:
+    """Crash one engine (SIGKILL to its process group) and start it again exactly as `up` did,
+    waited for healthy: the chaos tests' fault."""
+    state = load_state()
+    name = args.name
+    if not state or name not in state.get("pids", {}):
+        die(f"{name} is not running under this cluster")
+    pid = int(state["pids"][name])
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    wait_for(f"{name} (pid {pid}) gone", lambda: not pid_alive(pid), 30)
+    launch = json.loads((STATE / "pids" / f"{name}.json").read_text())
+    state["pids"][name] = start_process(name, launch["argv"], launch["env"], Path(launch["cwd"]))
+    save_state(state)
+    url = health_url(name, state)
+    wait_for(f"{name} healthy again", lambda: http_ok(url), 120)
+
+
 def cmd_env(args: argparse.Namespace) -> None:
     print(f"export TRAINWEAVE_KUBECONFIG={KUBECONFIG}")
     print(f"export KUBECONFIG={KUBECONFIG}")
@@ -863,12 +891,15 @@ def main() -> None:
         help="switch Kubeflow Trainer + JobSet (and Kueue's TrainJob integration) on or off",
     )
     us.add_argument("state", choices=["on", "off"])
+    rs = sub.add_parser("restart", help="crash an engine (SIGKILL) and start it again")
+    rs.add_argument("name", choices=["kueue", "workflow-controller", "trainer", "jobset"])
     rd = sub.add_parser("render", help="write nodes/Stages/flavors/Kueue config for kind-up")
     rd.add_argument("--out", required=True)
     args = ap.parse_args()
     commands = {"up": cmd_up_or_clean, "down": cmd_down, "status": cmd_status, "env": cmd_env}
     commands["render"] = cmd_render
     commands["upstream"] = cmd_upstream
+    commands["restart"] = cmd_restart
     commands[args.cmd](args)
 
 
