@@ -33,11 +33,22 @@ FINISHED = "Finished"
 RELEASED = "Released"
 HOLDING = frozenset({RESERVED, ADMITTED})
 WAITING = frozenset({PENDING, EVICTED})
-# QuotaReserved=False reasons (Kueue v0.19 workload_types.go) no amount of waiting ends: the
-# request exceeds what the ClusterQueue (and cohort) can ever lend, no flavor matches, or the
-# LocalQueue/ClusterQueue is missing or inactive. The step keeps waiting, as Kueue keeps the
-# Workload (an admin may raise a quota or make the queue), but the Event is a Warning.
-NEEDS_ADMIN = frozenset({"ExceedsMaxQuota", "NoMatchingFlavor", "Misconfigured"})
+# Waits that no amount of waiting ends: the LocalQueue or ClusterQueue is missing or inactive,
+# or the request exceeds what the ClusterQueue (and cohort) can ever lend. Kueue v0.19.2 says so
+# with reason ``Inadmissible`` ("LocalQueue nope doesn't exist"), or reason ``Pending`` and a
+# message ending "> maximum capacity (16)" (found on the engines, tests/e2e/test_hostile.py); its
+# API also declares ``ExceedsMaxQuota``, ``NoMatchingFlavor`` and ``Misconfigured`` for this,
+# which newer versions set. The step keeps waiting, as Kueue keeps the Workload (an admin may
+# raise a quota or make the queue), but the Event is a Warning.
+NEEDS_ADMIN = frozenset({"Inadmissible", "ExceedsMaxQuota", "NoMatchingFlavor", "Misconfigured"})
+BEYOND_CAPACITY = "> maximum capacity"
+
+
+def needs_admin(q: StepQuota) -> bool:
+    """``q`` waits for something only an admin can give (see NEEDS_ADMIN)."""
+    return q.reason in NEEDS_ADMIN or BEYOND_CAPACITY in q.message
+
+
 DONE = frozenset({FINISHED, RELEASED})
 
 

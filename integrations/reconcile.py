@@ -323,7 +323,7 @@ def _quota(obs: Observed, records: list[quota.StepQuota], now: datetime, out: Pl
             continue
         if q.state == quota.PENDING and q.reason:
             msg = f"step {q.step} waits in queue {q.queue}: {q.reason}: {q.message}"
-            kind = "Warning" if q.reason in quota.NEEDS_ADMIN else "Normal"
+            kind = "Warning" if quota.needs_admin(q) else "Normal"
             out.after_start.append(event(tj, kind, "StepWaitingForQuota", msg, now))
         elif q.state == quota.ADMITTED:
             msg = f"step {q.step} admitted by ClusterQueue {q.cluster_queue}"

@@ -112,12 +112,34 @@ def test_first_reconcile_writes_status_quota_and_events() -> None:
     assert "queue gpu: WaitingForQuota" in event["message"]
 
 
-@pytest.mark.parametrize("reason", ["ExceedsMaxQuota", "NoMatchingFlavor", "Misconfigured"])
-def test_a_step_no_wait_will_admit_is_a_warning_event_not_a_failure(reason: str) -> None:
+BEYOND = (
+    "couldn't assign flavors to pod set 3e9793b1: insufficient quota for nvidia.com/gpu in flavor"
+    " gpu, previously considered podsets requests (0) + current podset request (20k) > maximum"
+    " capacity (16)"
+)
+
+
+@pytest.mark.parametrize(
+    ("reason", "message"),
+    [
+        pytest.param("Pending", BEYOND, id="v0.19-beyond-capacity"),
+        pytest.param("Inadmissible", "LocalQueue nope doesn't exist", id="v0.19-no-localqueue"),
+        pytest.param("ExceedsMaxQuota", "", id="ExceedsMaxQuota"),
+        pytest.param("NoMatchingFlavor", "", id="NoMatchingFlavor"),
+        pytest.param("Misconfigured", "", id="Misconfigured"),
+    ],
+)
+def test_a_step_no_wait_will_admit_is_a_warning_event_not_a_failure(
+    reason: str, message: str
+) -> None:
     """Kueue keeps such a Workload pending (an admin may raise the quota or create the queue):
-    trainweave does too, and warns."""
+    trainweave does too, and warns. Kueue v0.19.2's own shapes first (seen on the engines)."""
     wf = workflow({"init": INIT_OK, "trainer": TRAINER_RUN})
-    wls = (workload("ft-trainer-a0", queue="gpu", pending_reason=reason),)
+    wl = workload("ft-trainer-a0", queue="gpu", pending_reason=reason)
+    for c in wl["status"]["conditions"]:
+        if c["type"] == "QuotaReserved" and message:
+            c["message"] = message
+    wls = (wl,)
     obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}), (wf,), (), wls)
     rec = Recorder()
     run(obs, rec)

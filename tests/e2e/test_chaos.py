@@ -1,0 +1,268 @@
+"""Chaos, reduced (issue: faults, load and hostile input): 20 pipelines of mixed scenarios under
+two controller replicas while a seeded schedule SIGKILLs the leading controller 5 times and
+crashes Kueue's manager and Argo's workflow-controller once each (`hack/cluster.py restart`).
+
+At the end every TrainJob is in the state and reason its scenario expects, no TrainJob has a
+Workflow it should not have (duplicates), no Workload holds quota and every ClusterQueue's
+reservation is back to zero, and each TrainJob's terminal condition followed its Workflow's end
+within a bound. The last line reads ``chaos: pipelines=N faults=K mismatches=0 leaked-quota=0
+duplicates=0 max-lag-s=S``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from trainweave import quantity
+
+from .controller_proc import ControllerProc
+from .kube import KUEUE, Kube, condition, wait_until
+from .pipelines import TRAINER, apply, example, workflows
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+SEED = 7
+# `make chaos` runs it 10 times as large: 200 pipelines, 50 controller kills, 10 restarts of
+# Kueue and of Argo (make test: 1)
+SCALE = int(os.environ.get("TRAINWEAVE_CHAOS_SCALE", "1"))
+Json = dict[str, Any]
+# a TrainJob's terminal condition may trail its Workflow's end by this much (a controller kill
+# costs the Lease's expiry, 15 s, before the other replica reconciles)
+MAX_LAG_S = 45
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One kind of pipeline and how it must end."""
+
+    kind: str
+    knobs: dict[str, Any]
+    state: str  # Complete | Failed | Deleted
+    reason: str = ""
+    workflows: tuple[str, ...] = ("{}",)  # the Workflows it ends with ({} is its name)
+
+
+SCENARIOS = [
+    *[Scenario("success", {"nodes": 2, "durations": {"node": f"{3 + i}s"}}, "Complete",
+               "AllJobsCompleted") for i in range(8)],
+    *[Scenario("permanent", {"nodes": 1, "codes": {"node": [1]}}, "Failed", "FailedJobs")
+      for _ in range(2)],
+    *[Scenario("retryable", {"nodes": 1, "codes": {"node": [137, 0]}}, "Complete",
+               "AllJobsCompleted") for _ in range(2)],
+    Scenario("max-restarts", {"nodes": 1, "max_restarts": 1, "codes": {"node": [1]}}, "Failed",
+             "ReachedMaxRestarts", ("{}", "{}-r1")),
+    *[Scenario("suspend", {"nodes": 1, "durations": {"node": "12s"}}, "Complete",
+               "AllJobsCompleted", ("{}", "{}-s1")) for _ in range(2)],
+    Scenario("deadline", {"nodes": 1, "deadline": 20, "durations": {"node": "300s"}}, "Failed",
+             "DeadlineExceeded"),
+    Scenario("delete-background", {"nodes": 1, "durations": {"node": "300s"}}, "Deleted",
+             workflows=()),
+    Scenario("delete-foreground", {"nodes": 1, "durations": {"node": "300s"}}, "Deleted",
+             workflows=()),
+    *[Scenario("gpu-heavy", {"nodes": 2, "gpus": 2, "durations": {"node": "4s"}}, "Complete",
+               "AllJobsCompleted") for _ in range(2)],
+]  # fmt: skip
+
+
+def _restart(engine: str) -> None:
+    subprocess.run([sys.executable, str(ROOT / "hack/cluster.py"), "restart", engine],
+                   check=True, capture_output=True, timeout=180)  # fmt: skip
+
+
+def _leader(kube: Kube, procs: dict[str, ControllerProc]) -> ControllerProc | None:
+    any_proc = next(iter(procs.values()))
+    try:
+        lease = client.CoordinationV1Api(kube.api).read_namespaced_lease(
+            any_proc.lease_name, any_proc.lease_namespace
+        )
+    except client.ApiException:
+        return None
+    return procs.get(lease.spec.holder_identity or "")
+
+
+def _running(kube: Kube, ns: str, name: str) -> bool:
+    pods = kube.pods(ns, f"trainweave.io/trainjob={name},trainweave.io/replicated-job=node")
+    return any(p.status.phase == "Running" for p in pods)
+
+
+def _reservations(kube: Kube, ns: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for cq in kube.list(KUEUE, "clusterqueues"):
+        if not cq["metadata"]["name"].startswith(ns):
+            continue
+        for fl in (cq.get("status") or {}).get("flavorsReservation") or []:
+            for r in fl.get("resources") or []:
+                key = f"{cq['metadata']['name']}/{r['name']}"
+                out[key] = out.get(key, 0.0) + float(quantity.parse(r["total"]))
+    return out
+
+
+def test_chaos_reduced(
+    kube: Kube, namespace: str, queues: Any, start_controller: Callable[[str], ControllerProc]
+) -> None:
+    ns = namespace
+    rng = random.Random(SEED)
+    queues(gpu_quota=4)  # two 2-GPU trainers at once: the rest wait in Kueue
+    procs = {i: start_controller(i) for i in ("c0", "c1")}
+    names: dict[str, Scenario] = {}
+    order = SCENARIOS * SCALE
+    rng.shuffle(order)
+    for i, sc in enumerate(order):
+        name = f"{sc.kind}-{i:02d}"
+        names[name] = sc
+        tj, rt = example(ns, name, runtime_name=f"rt-{name}", **sc.knobs)
+        tj["spec"]["runtimeRef"]["name"] = rt["metadata"]["name"]
+        apply(kube, ns, tj, rt)
+    # the schedule: when (s after submission) each fault strikes, seeded
+    span = 60 * SCALE  # seconds over which the faults are spread
+    faults = sorted(
+        [(rng.uniform(3, span), "controller") for _ in range(5 * SCALE)]
+        + [(rng.uniform(10, span), "kueue") for _ in range(SCALE)]
+        + [(rng.uniform(10, span), "workflow-controller") for _ in range(SCALE)]
+    )
+    t0 = time.monotonic()
+    done: dict[str, float] = {}  # TrainJob -> when its terminal condition was first seen
+    wf_end: dict[str, float] = {}  # Workflow -> when it was first seen ended
+    actions = {  # what the test does to some scenarios once their trainer runs
+        n: sc.kind for n, sc in names.items() if sc.kind in ("suspend", "delete-background",
+                                                             "delete-foreground")
+    }  # fmt: skip
+    suspended: set[str] = set()
+    injected: Counter[str] = Counter()
+
+    def observe() -> None:
+        now = time.monotonic()
+        for tj in kube.list(TRAINER, "trainjobs", ns):
+            name = tj["metadata"]["name"]
+            for ctype in ("Complete", "Failed"):
+                c = condition(tj, ctype)
+                if c and c["status"] == "True":
+                    done.setdefault(name, now)
+        for wf in workflows(kube, ns):
+            if (wf.get("status") or {}).get("phase") in ("Succeeded", "Failed", "Error"):
+                wf_end.setdefault(wf["metadata"]["name"], now)
+
+    def act() -> None:
+        for name, kind in list(actions.items()):
+            if not _running(kube, ns, name):
+                continue
+            if kind == "suspend" and name not in suspended:
+                kube.custom.patch_namespaced_custom_object(
+                    *TRAINER, ns, "trainjobs", name, {"spec": {"suspend": True}}
+                )
+                suspended.add(name)
+                continue
+            if kind.startswith("delete"):
+                policy = "Foreground" if kind.endswith("foreground") else "Background"
+                kube.custom.delete_namespaced_custom_object(
+                    *TRAINER, ns, "trainjobs", name, propagation_policy=policy
+                )
+                del actions[name]
+        for name in list(suspended):
+            tj = kube.get(TRAINER, "trainjobs", name, ns)
+            c = condition(tj, "Suspended") if tj else None
+            if c and c["status"] == "True":
+                kube.custom.patch_namespaced_custom_object(
+                    *TRAINER, ns, "trainjobs", name, {"spec": {"suspend": False}}
+                )
+                suspended.discard(name)
+                del actions[name]
+
+    spare = iter(f"c{i}" for i in range(2, 2 + 5 * SCALE))
+    while True:
+        elapsed = time.monotonic() - t0
+        while faults and faults[0][0] <= elapsed:
+            _, what = faults.pop(0)
+            if what == "controller":
+                leader = _leader(kube, procs) or next(iter(procs.values()))
+                leader.stop(signal.SIGKILL)
+                del procs[leader.identity]
+                new = next(spare)
+                procs[new] = start_controller(new)  # two replicas again
+            else:
+                _restart(what)
+            injected[what] += 1
+        act()
+        observe()
+        finished = all(
+            n in done
+            or (names[n].state == "Deleted" and kube.get(TRAINER, "trainjobs", n, ns) is None)
+            for n in names
+        )
+        if finished and not faults and not actions:
+            break
+        left = sorted(n for n in set(names) - set(done) if names[n].state != "Deleted")
+        assert elapsed < 600 * SCALE, f"chaos: not settled: {left}, actions left {actions}"
+        time.sleep(1.0)  # pacing of the observation loop (each pass reads the cluster)
+
+    # final state per scenario
+    mismatches = []
+    for name, sc in names.items():
+        tj = kube.get(TRAINER, "trainjobs", name, ns)
+        if sc.state == "Deleted":
+            if tj is not None:
+                mismatches.append(f"{name}: still exists")
+            continue
+        c = condition(tj, sc.state) if tj else None
+        if not c or c["status"] != "True" or c["reason"] != sc.reason:
+            mismatches.append(f"{name}: want {sc.state}/{sc.reason}, got {c}")
+    # duplicates: any Workflow a TrainJob should not have
+    have: dict[str, list[str]] = {}
+    for wf in workflows(kube, ns):
+        have.setdefault(wf["metadata"]["labels"].get("trainweave.io/trainjob", ""), []).append(
+            wf["metadata"]["name"]
+        )
+    duplicates = 0
+    for name, sc in names.items():
+        want = sorted(w.format(name) for w in sc.workflows)
+        got = sorted(have.get(name, []))
+        if sc.state == "Deleted":
+            wait_until(f"{name}: Workflows gone", lambda n=name: not [
+                w for w in workflows(kube, ns) if w["metadata"]["labels"].get(
+                    "trainweave.io/trainjob") == n], timeout=120)  # fmt: skip
+            continue
+        if got != want:
+            duplicates += len(set(got) - set(want))
+            mismatches.append(f"{name}: Workflows {got}, want {want}")
+
+    # leaked quota: every reservation back to zero (Kueue updates it in its own reconcile)
+    def zero() -> bool:
+        return all(v == 0 for v in _reservations(kube, ns).values())
+
+    wait_until("every ClusterQueue reservation back to 0", zero, timeout=120)
+    holding = [
+        wl["metadata"]["name"]
+        for wl in kube.list(KUEUE, "workloads", ns)
+        if (c := condition(wl, "QuotaReserved")) and c["status"] == "True"
+        and not ((f := condition(wl, "Finished")) and f["status"] == "True")
+    ]  # fmt: skip
+    lags = []  # a TrainJob's terminal condition after its last Workflow ended (a deadline
+    for name, wfs in have.items():  # fails the TrainJob first: no lag)
+        last = max(wfs, key=lambda w: (len(w), w))  # ft < ft-r1 < ft-s1: the latest attempt
+        if name in done and last in wf_end:
+            lags.append(max(0.0, done[name] - wf_end[last]))
+    max_lag = max(lags, default=0.0)
+    faults_n = sum(injected.values())
+    print(f"chaos: faults by kind {dict(injected)}; mismatches {mismatches}")
+    print(
+        f"chaos: pipelines={len(names)} faults={faults_n} mismatches={len(mismatches)} "
+        f"leaked-quota={len(holding)} duplicates={duplicates} max-lag-s={max_lag:.0f}"
+    )
+    assert injected == {"controller": 5 * SCALE, "kueue": SCALE, "workflow-controller": SCALE}
+    assert mismatches == []
+    assert holding == []
+    assert duplicates == 0
+    assert max_lag <= MAX_LAG_S, lags
