@@ -53,6 +53,9 @@ class Scenario:
     state: str  # Complete | Failed | Deleted
     reason: str = ""
     workflows: tuple[str, ...] = ("{}",)  # the Workflows it ends with ({} is its name)
+    # a suspend that lands once the trainer is done (or while no controller leads) stops
+    # nothing: then the first Workflow alone finishes the TrainJob
+    at_most: bool = False  # the Workflows are at most these, the first of them always
 
 
 SCENARIOS = [
@@ -65,7 +68,7 @@ SCENARIOS = [
     Scenario("max-restarts", {"nodes": 1, "max_restarts": 1, "codes": {"node": [1]}}, "Failed",
              "ReachedMaxRestarts", ("{}", "{}-r1")),
     *[Scenario("suspend", {"nodes": 1, "durations": {"node": "12s"}}, "Complete",
-               "AllJobsCompleted", ("{}", "{}-s1")) for _ in range(2)],
+               "AllJobsCompleted", ("{}", "{}-s1"), at_most=True) for _ in range(2)],
     Scenario("deadline", {"nodes": 1, "deadline": 20, "durations": {"node": "300s"}}, "Failed",
              "DeadlineExceeded"),
     Scenario("delete-background", {"nodes": 1, "durations": {"node": "300s"}}, "Deleted",
@@ -174,7 +177,8 @@ def test_chaos_reduced(
         for name in list(suspended):
             tj = kube.get(TRAINER, "trainjobs", name, ns)
             c = condition(tj, "Suspended") if tj else None
-            if c and c["status"] == "True":
+            ended = name in done  # finished before the suspend took effect: nothing to resume
+            if ended or (c and c["status"] == "True"):
                 kube.custom.patch_namespaced_custom_object(
                     *TRAINER, ns, "trainjobs", name, {"spec": {"suspend": False}}
                 )
@@ -234,8 +238,9 @@ def test_chaos_reduced(
                 w for w in workflows(kube, ns) if w["metadata"]["labels"].get(
                     "trainweave.io/trainjob") == n], timeout=120)  # fmt: skip
             continue
-        if got != want:
-            duplicates += len(set(got) - set(want))
+        duplicates += len(set(got) - set(want))
+        fits = set(got) <= set(want) and want[0] in got if sc.at_most else got == want
+        if not fits:
             mismatches.append(f"{name}: Workflows {got}, want {want}")
 
     # leaked quota: every reservation back to zero (Kueue updates it in its own reconcile)
