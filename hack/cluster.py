@@ -863,11 +863,28 @@ def cmd_restart(args: argparse.Namespace) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
     wait_for(f"{name} (pid {pid}) gone", lambda: not pid_alive(pid), 30)
+    # its listening ports too: the new process binds the same ones (a run saw Kueue's health
+    # port still taken when the old pid already read as gone)
+    ports = [port for key, port in state.get("ports", {}).items() if key.startswith(f"{name}/")]
+    if name == "workflow-controller":
+        ports = [6060]
+    wait_for(f"{name}'s ports {ports} free", lambda: not any(tcp_open(p) for p in ports), 30)
     launch = json.loads((STATE / "pids" / f"{name}.json").read_text())
-    state["pids"][name] = start_process(name, launch["argv"], launch["env"], Path(launch["cwd"]))
-    save_state(state)
     url = health_url(name, state)
-    wait_for(f"{name} healthy again", lambda: http_ok(url), 120)
+    for _ in range(3):  # a port may still be in the kernel's hands: start again if it exits
+        state["pids"][name] = start_process(
+            name, launch["argv"], launch["env"], Path(launch["cwd"])
+        )
+        save_state(state)
+        new = int(state["pids"][name])
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and pid_alive(new):
+            with contextlib.suppress(OSError):
+                if http_ok(url):
+                    return
+            time.sleep(0.5)
+        log(f"{name} (pid {new}) did not become healthy; starting it again")
+    die(f"{name} did not come back healthy after a restart")
 
 
 def cmd_env(args: argparse.Namespace) -> None:

@@ -81,8 +81,9 @@ SCENARIOS = [
 
 
 def _restart(engine: str) -> None:
-    subprocess.run([sys.executable, str(ROOT / "hack/cluster.py"), "restart", engine],
-                   check=True, capture_output=True, timeout=180)  # fmt: skip
+    done = subprocess.run([sys.executable, str(ROOT / "hack/cluster.py"), "restart", engine],
+                          capture_output=True, text=True, timeout=400)  # fmt: skip
+    assert done.returncode == 0, f"restart {engine}: {done.stdout[-2000:]}"
 
 
 def _leader(kube: Kube, procs: dict[str, ControllerProc]) -> ControllerProc | None:
