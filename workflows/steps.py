@@ -5,7 +5,8 @@ Pure. ``initializer``: ``storageUri`` -> ``STORAGE_URI`` env, ``env``, ``secretR
 ``numNodes`` -> pods of one gang, GPUs per node -> requests and limits, the torch
 plugin's ``PET_*`` env and port 29500, stable DNS. ``post_processor``: any
 one-pod step after the trainer (trainweave's extension). Inputs may be Hera
-objects (``Resources``, ``models.EnvVar``/``VolumeMount``/``Volume``) or wire dicts.
+objects (``Resources``, ``Env``/``SecretEnv``/``ConfigMapEnv``/``FieldEnv``/``ResourceEnv``,
+``models.EnvVar``/``VolumeMount``/``Volume``) or wire dicts.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hera.workflows import Resources
+from hera.workflows import ConfigMapEnv, Env, FieldEnv, ResourceEnv, Resources, SecretEnv
 from hera.workflows import models as m
 from pydantic import BaseModel
 
@@ -25,7 +26,9 @@ from trainweave.model import RetryPolicy
 from trainweave.workflows.gang import GangStep
 
 Json = dict[str, Any]
-EnvLike = Mapping[str, str] | Sequence[Mapping[str, Any] | m.EnvVar]
+HeraEnv = Env | SecretEnv | ConfigMapEnv | FieldEnv | ResourceEnv
+"""Hera's own env classes (``hera.workflows.env``), built with their public ``build()``."""
+EnvLike = Mapping[str, str] | Sequence[Mapping[str, Any] | m.EnvVar | HeraEnv]
 ResourcesLike = Resources | m.ResourceRequirements | Mapping[str, Any]
 
 
@@ -188,7 +191,15 @@ def _env(env: EnvLike | None) -> list[Json]:
         return []
     if isinstance(env, Mapping):
         return [{"name": k, "value": v} for k, v in env.items()]
-    return [_wire(e) for e in env]
+    out = []
+    for e in env:
+        if isinstance(e, Env) and e.value_from_input is not None:
+            raise ValueError(
+                f"env {e.name!r}: value_from_input needs a template input; a trainweave step's"
+                " pod template takes none (pass value=)"
+            )
+        out.append(_wire(e.build() if isinstance(e, HeraEnv) else e))
+    return out
 
 
 def _pod_spec(
