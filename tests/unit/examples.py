@@ -13,7 +13,7 @@ from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.sshkeys import KeyPair
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
-NAMES = ["llm-finetune", "torch-distributed", "mpi"]
+NAMES = ["llm-finetune", "torch-distributed", "mpi", "real"]
 
 
 # Stand-ins for the key pair ``trainweave.sshkeys`` draws, so the MPI golden is stable.
