@@ -3,8 +3,9 @@
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/trainweave/engines/<hash of versions.env>/bin
 # Each component is built once per hash (a stamp file bin/.<name>.ok); a warm run only checks stamps.
 # Prints how long each build took (also appended to <engines>/build-times.log).
-# Usage: hack/build.sh [--print-dir | oracle]
-#   --print-dir: only print the engines folder, build nothing; oracle: build only hack/oracle (unit tier).
+# Usage: hack/build.sh [--print-dir | oracle | node]
+#   --print-dir: only print the engines folder, build nothing; oracle: build only hack/oracle (unit tier);
+#   node: build only the real-container node's kubelet and CoreDNS (hack/node.py).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VERSIONS="$ROOT/hack/versions.env"
@@ -64,7 +65,16 @@ kwok() {
 }
 
 kubernetes() {  # wrapper module: require k8s.io/kubernetes, replace every staging module by its published v0.X.Y
-  local w="$ENG/work/kubernetes" kdir v0 ld p
+  k8s_build kubernetes kube-apiserver kube-controller-manager kube-scheduler kubectl
+}
+
+kubelet() {  # the real-container node's kubelet (hack/node.py), same wrapper shape in its own folder
+  k8s_build kubelet kubelet
+}
+
+k8s_build() {  # k8s_build WORKDIR COMPONENT...: build k8s.io/kubernetes/cmd/COMPONENT for each into bin/
+  local w="$ENG/work/$1" kdir v0 ld p c
+  shift
   rm -rf "$w"; mkdir -p "$w"
   kdir=$(moddir "k8s.io/kubernetes@$KUBERNETES_VERSION")
   v0="v0.${KUBERNETES_VERSION#v1.}"
@@ -76,7 +86,7 @@ kubernetes() {  # wrapper module: require k8s.io/kubernetes, replace every stagi
   } >"$w/go.mod"
   echo "build.sh: kubernetes wrapper replaces $(grep -c '=>' "$w/go.mod") staging modules"
   printf '//go:build tools\n\npackage tools\n\nimport (\n' >"$w/tools.go"
-  for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' $c >>"$w/tools.go"; done
+  for c in "$@"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$c" >>"$w/tools.go"; done
   printf ')\n' >>"$w/tools.go"
   ld="-s -w"
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -84,8 +94,16 @@ kubernetes() {  # wrapper module: require k8s.io/kubernetes, replace every stagi
     ld="$ld -X $p.gitMinor=$(echo "$KUBERNETES_VERSION" | cut -d. -f2) -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
   done
   (cd "$w" && go mod tidy && go build -p "$JOBS" -tags=selinux,notest,grpcnotrace -ldflags "$ld" -o "$BIN/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
+    $(printf 'k8s.io/kubernetes/cmd/%s ' "$@"))
+}
+
+coredns() {  # the node's cluster DNS: hack/coredns/main.go, CoreDNS's coremain with only the plugins it uses
+  local w="$ENG/work/coredns" mod=github.com/coredns/coredns
+  rm -rf "$w"; mkdir -p "$w"
+  printf 'module trainweave.local/coredns\n\ngo 1.26.0\n\nrequire %s %s\n' "$mod" "$COREDNS_VERSION" >"$w/go.mod"
+  cp "$ROOT/hack/coredns/main.go" "$w/"
+  cp "$(moddir "$mod@$COREDNS_VERSION")/go.sum" "$w/go.sum"; chmod u+w "$w/go.sum"
+  (cd "$w" && go mod tidy && go build -p "$JOBS" -ldflags "-s -w -X $mod/coremain.GitCommit=$COREDNS_VERSION" -o "$BIN/coredns" .)
 }
 
 wrapped() {  # wrapped NAME MODULE VERSION PACKAGE LDFLAGS: `go build` through a wrapper module.
@@ -156,6 +174,7 @@ ORACLE_STAMP="oracle-$(sha256sum "$ROOT/hack/oracle/main.go" | cut -c1-12)"
 step sources-2 sources
 step "$ORACLE_STAMP" oracle
 if [[ "${1:-}" == "oracle" ]]; then echo "build.sh: oracle ready in $BIN"; exit 0; fi
+if [[ "${1:-}" == "node" ]]; then step kubelet kubelet; step coredns coredns; echo "build.sh: node binaries ready in $BIN"; exit 0; fi
 step etcd etcd
 step kwok kwok
 step kubernetes kubernetes

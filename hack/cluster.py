@@ -340,7 +340,8 @@ def start_kube(
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
     }
     cfg = STATE / "kwokctl.yaml"
-    cfg.write_text(kwokctl_config(bin_dir, versions, kwok_dir))
+    pki = kwok_workdir() / "clusters" / CLUSTER_NAME / "pki"
+    cfg.write_text(kwokctl_config(bin_dir, versions, kwok_dir, pki))
     log("starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (kwokctl)")
     run(
         bin_dir / "kwokctl",
@@ -754,6 +755,8 @@ def kueue_wrap(argv: list[str], cert_dir: Path, kdir: Path) -> list[str]:
 
 def cmd_down(args: argparse.Namespace) -> None:
     state = load_state()
+    if (STATE / "node.json").exists():  # the real node (hack/node.py) first: it talks to the API
+        run(sys.executable, HACK / "node.py", "down", check=False)
     for name in ("trainer", "jobset", "argo-server", "workflow-controller", "kueue"):
         pid = ((state or {}).get("pids") or {}).get(name)
         if pid:
@@ -830,7 +833,7 @@ def cmd_render(args: argparse.Namespace) -> None:
     sources = read_env(engines_dir() / "sources.env")
     (out / "nodes.yaml").write_text(yaml.safe_dump_all(node_manifests()))
     stages = kwokctl_config(
-        Path("/unused"), read_env(HACK / "versions.env"), Path(sources["KWOK_DIR"])
+        Path("/unused"), read_env(HACK / "versions.env"), Path(sources["KWOK_DIR"]), Path("/unused")
     )
     (out / "stages.yaml").write_text("---\n".join(stages.split("---\n")[1:]))
     (out / "flavors.yaml").write_text(yaml.safe_dump_all(flavor_manifests()))

@@ -48,7 +48,10 @@ WAIT_FOR_PODS_READY = {
 }
 
 
-def kwokctl_config(bin_dir: Path, versions: dict[str, str], kwok_dir: Path) -> str:
+def kwokctl_config(bin_dir: Path, versions: dict[str, str], kwok_dir: Path, pki_dir: Path) -> str:
+    """kwokctl's cluster: every component on loopback from bin_dir; kube-apiserver authenticates
+    to a real kubelet (hack/node.py: `kubectl logs`, exec) with the admin certificate kwokctl
+    generates in pki_dir."""
     docs: list[dict[str, Any]] = [
         {
             "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
@@ -65,7 +68,31 @@ def kwokctl_config(bin_dir: Path, versions: dict[str, str], kwok_dir: Path) -> s
                 "etcdBinary": str(bin_dir / "etcd"),
                 "kwokControllerBinary": str(bin_dir / "kwok"),
                 "nodeLeaseDurationSeconds": 40,
+                # pods of the real node (hack/node.py) reach the API at the `kubernetes`
+                # Service's ClusterIP, so the serving certificate must name it
+                "kubeApiserverCertSANs": ["10.0.0.1"],
             },
+            "componentsPatches": [
+                {
+                    "name": "kube-apiserver",
+                    "extraArgs": [
+                        {"key": "kubelet-client-certificate", "value": str(pki_dir / "admin.crt")},
+                        {"key": "kubelet-client-key", "value": str(pki_dir / "admin.key")},
+                        # the real node's name is not in DNS; its InternalIP is
+                        {"key": "kubelet-preferred-address-types", "value": "InternalIP,Hostname"},
+                    ],
+                },
+                {  # kwokctl's binary runtime fakes every node; only ours (a real one may join)
+                    "name": "kwok-controller",
+                    "extraArgs": [
+                        {"key": "manage-all-nodes", "value": "false"},
+                        {
+                            "key": "manage-nodes-with-annotation-selector",
+                            "value": "kwok.x-k8s.io/node=fake",
+                        },
+                    ],
+                },
+            ],
         }
     ]
     text = yaml.safe_dump_all(docs, sort_keys=False)
