@@ -13,22 +13,25 @@ No registry is reachable from this machine, so every image is built from pinned 
   PauseVersion), so the image carries that tag, the asked-for 3.10, and 3.6: the default
   `sandbox_image` of Debian bookworm's containerd 1.6.20, so an unconfigured CRI finds it locally.
 - argoexec: `CGO_ENABLED=0 go build ./cmd/argoexec` of github.com/argoproj/argo-workflows/v4 at
-  ARGO_WORKFLOWS_VERSION through a wrapper module (hack/build.sh's `wrapped`), with upstream's
-  Makefile ldflags (version, buildDate, gitTag, gitTreeState; `-extldflags -static`; no build
-  tags). Layout of upstream's Dockerfile `argoexec` target on distroless/static: /bin/argoexec,
+  ARGO_WORKFLOWS_VERSION through a wrapper module (hack/build.sh's `wrapped`; the module is
+  copied and `replace`d in, as build.sh's argo_cli does, because the module zip lacks upstream's
+  symlink workflow/executor/osspecific/signal_linux.go -> signal_darwin.go and linux builds fail
+  with `undefined: Setpgid` without it), with upstream's Makefile ldflags (version, buildDate,
+  gitTag, gitTreeState, gitCommit = the tag's commit from the proxy's Origin; `-extldflags
+  -static`; no build tags) plus -s -w as hack/build.sh. Layout of upstream's Dockerfile `argoexec` target on distroless/static: /bin/argoexec,
   ENTRYPOINT ["argoexec"], hack/ssh_known_hosts and hack/nsswitch.conf of the module,
   /etc/mime.types, CA certificates, /tmp (1777), passwd/group. /var/run/argo is not in the
   image: the controller mounts an emptyDir there and `argoexec init` copies itself into it,
   finding itself on PATH.
 - workload: Debian bookworm `debootstrap --variant=minbase` + WORKLOAD_PACKAGES (layer 1, cached
   on its own, keyed by the package list) and examples/real/ at /opt/trainweave/ (layer 2).
-  openmpi-bin + openssh-server/-client were measured here: +9 s debootstrap (27 s -> 36 s) and
-  +100 MB unpacked (235 -> 335 MB before trimming), under the ~60 s / ~150 MB budget, so they
-  are in. The rootfs layer drops apt caches/lists, docs (copyright kept), man, info, locales.
+  openmpi-bin + openssh-server/-client were measured here (debootstrap, same mirror, back to
+  back): +9 s (27 s -> 36 s) and +100 MB unpacked (235 -> 335 MB before trimming), under the
+  ~60 s / ~150 MB budget, so they are in (sshd host keys are generated into the image). The rootfs layer drops apt caches/lists, docs (copyright kept), man, info, locales.
 
 Cache: ${XDG_CACHE_HOME:-~/.cache}/trainweave/images/<key>/image.tar, key = hash of
 hack/versions.env, this file and the image's own inputs; a warm `build` only checks files.
-Usage: hack/images.py build [--out DIR] | load --address SOCKET [--out DIR]
+Usage: hack/images.py build [--out DIR] | load --address SOCKET [--ctr CTR]  (load builds first)
 """
 
 from __future__ import annotations
@@ -249,7 +252,9 @@ def tree_fingerprint(src: Path) -> bytes:
 
 
 def _skip_example(rel: str) -> bool:
-    return "__pycache__" in rel.split("/") or rel.endswith(".pyc")
+    """Caches next to the example files stay out: __pycache__, *.pyc, dot folders (.mypy_cache)."""
+    parts = rel.split("/")
+    return "__pycache__" in parts or rel.endswith(".pyc") or any(p.startswith(".") for p in parts)
 
 
 def key_of(*parts: bytes) -> str:
@@ -268,12 +273,18 @@ def run(
     return out.stdout
 
 
-def module_dir(module_at_version: str) -> Path:
-    """The module's folder in GOMODCACHE, as hack/build.sh's `moddir` finds it."""
-    info = json.loads(run(["go", "mod", "download", "-json", module_at_version], cwd=CACHE))
+def module_info(module_at_version: str) -> dict[str, Any]:
+    """`go mod download -json`: Dir (GOMODCACHE folder, hack/build.sh's `moddir`), Origin."""
+    info: dict[str, Any] = json.loads(
+        run(["go", "mod", "download", "-json", module_at_version], cwd=CACHE)
+    )
     if info.get("Error"):
         raise SystemExit(f"images.py: go mod download {module_at_version}: {info['Error']}")
-    return Path(info["Dir"])
+    return info
+
+
+def module_dir(module_at_version: str) -> Path:
+    return Path(module_info(module_at_version)["Dir"])
 
 
 # ---- the three images ----
@@ -299,19 +310,7 @@ def pause_source() -> Path:
 def build_pause(work: Path) -> tuple[list[Blob], dict[str, Any]]:
     binary = work / "pause"
     version = f"v{PAUSE_NAMES[1].rsplit(':', 1)[1]}-kubernetes-{versions()['KUBERNETES_VERSION']}"
-    run(
-        [
-            "gcc",
-            "-Os",
-            "-Wall",
-            "-Werror",
-            "-static",
-            f"-DVERSION={version}",
-            "-o",
-            binary,
-            pause_source(),
-        ]
-    )
+    run(["gcc", *PAUSE_CFLAGS, f"-DVERSION={version}", "-o", binary, pause_source()])
     run(["strip", binary])
     blob = pack_layer(
         work / "pause.tar.gz",
@@ -320,10 +319,17 @@ def build_pause(work: Path) -> tuple[list[Blob], dict[str, Any]]:
     return [blob], {"Entrypoint": ["/pause"], "User": "65535:65535", "Env": [PATH_ENV]}
 
 
+# build/pause/Makefile's CFLAGS (VERSION is added per build); the binary is stripped after, as there.
+PAUSE_CFLAGS = ("-Os", "-Wall", "-Werror", "-static")
 # Symlinks of the Argo repository that its module zip lacks (link -> target, as upstream has them).
 ARGO_ZIP_SYMLINKS = {"workflow/executor/osspecific/signal_linux.go": "signal_darwin.go"}
 ARGOEXEC_HOST_FILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/mime.types")
-PASSWD = b"root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"
+# distroless/static's users and groups (the argoexec target's base)
+PASSWD = (
+    b"root:x:0:0:root:/root:/sbin/nologin\n"
+    b"nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n"
+    b"nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"
+)
 GROUP = b"root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n"
 
 
@@ -333,7 +339,8 @@ def argoexec_inputs() -> bytes:
 
 def build_argoexec(work: Path) -> tuple[list[Blob], dict[str, Any]]:
     version = versions()["ARGO_WORKFLOWS_VERSION"]
-    mod = module_dir(f"{ARGO_MODULE}@{version}")
+    info = module_info(f"{ARGO_MODULE}@{version}")
+    mod = Path(info["Dir"])
     # Module zips drop symlinks; upstream's signal_linux.go is one, so the module is copied (as
     # hack/build.sh's argo_cli does), the links are put back and the copy is `replace`d in.
     w, src = work / "module", work / "module" / "src"
@@ -348,21 +355,17 @@ def build_argoexec(work: Path) -> tuple[list[Blob], dict[str, Any]]:
     shutil.copyfile(mod / "go.sum", w / "go.sum")
     stamp = [f"version={version}", "buildDate=1970-01-01T00:00:00Z", f"gitTag={version}"]
     stamp.append("gitTreeState=clean")
+    # The tag's commit as the proxy recorded it: with it `argoexec version` says just the tag.
+    if commit := info.get("Origin", {}).get("Hash"):
+        stamp.append(f"gitCommit={commit}")
     ldflags = " ".join(
         ["-s -w", *(f"-X {ARGO_MODULE}.{kv}" for kv in stamp), "-extldflags -static"]
     )
     env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-trimpath -buildvcs=false"}
     run(["go", "mod", "tidy"], cwd=w, env=env)
+    out = work / "argoexec"
     run(
-        [
-            "go",
-            "build",
-            "-ldflags",
-            ldflags,
-            "-o",
-            work / "argoexec",
-            f"{ARGO_MODULE}/cmd/argoexec",
-        ],
+        ["go", "build", "-ldflags", ldflags, "-o", out, f"{ARGO_MODULE}/cmd/argoexec"],
         cwd=w,
         env=env,
     )
@@ -370,7 +373,7 @@ def build_argoexec(work: Path) -> tuple[list[Blob], dict[str, Any]]:
         *(Entry(d) for d in ("bin", "etc", "etc/ssh", "etc/ssl", "etc/ssl/certs", "home", "root")),
         Entry("home/nonroot"),
         Entry("tmp", mode=0o1777),
-        Entry("bin/argoexec", (work / "argoexec").read_bytes(), 0o755),
+        Entry("bin/argoexec", out.read_bytes(), 0o755),
         Entry("etc/passwd", PASSWD),
         Entry("etc/group", GROUP),
         Entry("etc/nsswitch.conf", (mod / "hack/nsswitch.conf").read_bytes()),
@@ -399,23 +402,20 @@ def rootfs_layer() -> tuple[Blob, float]:
     meta = folder / "layer.json"
     if meta.exists():
         m = json.loads(meta.read_text())
-        return Blob(folder / "layer.tar.gz", m["digest"], m["size"], m["diff_id"]), float(
-            m["seconds"]
-        )
+        blob = Blob(folder / "layer.tar.gz", m["digest"], m["size"], m["diff_id"])
+        return blob, float(m["seconds"])
     t0 = time.monotonic()
     tree = folder / "rootfs"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     cmd = ["debootstrap", "--variant=minbase", "--include=" + ",".join(WORKLOAD_PACKAGES)]
     run([*cmd, DEBIAN_SUITE, tree, DEBIAN_MIRROR])
+    print(f"images.py: debootstrap {' '.join(WORKLOAD_PACKAGES)}: {time.monotonic() - t0:.0f}s")
     blob = pack_layer(folder / "layer.tar.gz", lambda t: add_tree(t, tree, keep=keep_in_rootfs))
     shutil.rmtree(tree)
     seconds = time.monotonic() - t0
-    meta.write_text(
-        json.dumps(
-            {"digest": blob.digest, "size": blob.size, "diff_id": blob.diff_id, "seconds": seconds}
-        )
-    )
+    m = {"digest": blob.digest, "size": blob.size, "diff_id": blob.diff_id, "seconds": seconds}
+    meta.write_text(json.dumps(m))
     return blob, seconds
 
 
@@ -471,7 +471,7 @@ def build_one(image: Image, out: Path | None) -> Path:
     archive = archive_of(image)
     meta = archive.with_name("build.json")
     if archive.exists() and meta.exists():
-        seconds, state = float(json.loads(meta.read_text())["seconds"]), "cached"
+        seconds, state = float(json.loads(meta.read_text())["seconds"]), "cached, built in"
     else:
         t0 = time.monotonic()
         work = archive.parent / "work"
@@ -480,11 +480,10 @@ def build_one(image: Image, out: Path | None) -> Path:
         layers, config = image.build(work)
         digest = write_oci_archive(archive, layers, config, image.names)
         shutil.rmtree(work)
-        seconds, state = time.monotonic() - t0, "built"
+        seconds, state = time.monotonic() - t0, "built in"
         meta.write_text(json.dumps({"names": image.names, "manifest": digest, "seconds": seconds}))
-    print(
-        f"images.py: {image.short:9} {state} {seconds:6.1f}s {_mb(archive.stat().st_size):>9}  {', '.join(image.names)}"
-    )
+    size = _mb(archive.stat().st_size)
+    print(f"images.py: {image.short:9} {state} {seconds:.1f}s, {size}: {', '.join(image.names)}")
     print(f"images.py: {'':9} {archive}")
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -501,13 +500,12 @@ def cmd_build(args: argparse.Namespace) -> None:
 
 
 def cmd_load(args: argparse.Namespace) -> None:
+    """Import every image into containerd; builds first what its inputs no longer match (an
+    edited examples/real/ re-packs only the workload's last layer)."""
     ctr = [args.ctr, "--address", args.address, "--namespace", "k8s.io"]
+    CACHE.mkdir(parents=True, exist_ok=True)
     for image in images():
-        archive = archive_of(image)
-        if not archive.exists():
-            raise SystemExit(
-                f"images.py: {image.short} is not built for these inputs: run `hack/images.py build` first"
-            )
+        archive = build_one(image, None)
         subprocess.run([*ctr, "images", "import", "--all-platforms", str(archive)], check=True)
     subprocess.run([*ctr, "images", "ls"], check=True)
 
@@ -521,7 +519,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     build.add_argument("--out", type=Path, help="also copy the archives here as <short>.tar")
     build.set_defaults(func=cmd_build)
     load = sub.add_parser(
-        "load", help="import every built archive into a containerd (namespace k8s.io)"
+        "load",
+        help="build if needed, then import every archive into a containerd (namespace k8s.io)",
     )
     load.add_argument("--address", required=True, help="containerd's socket")
     load.add_argument("--ctr", default="ctr", help="the ctr binary")
