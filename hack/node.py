@@ -15,8 +15,8 @@ registry:
   headless Services need no proxy.
 
 The node is tainted `trainweave.io/real-node=true:NoSchedule` and labelled
-`trainweave.io/node=real`; the ResourceFlavor `real` (created here) carries both, so only pods
-Kueue admits on that flavor land on it, and no kwok pod does. docs/real-containers.md explains it.
+`trainweave.io/node=real`; a ResourceFlavor that carries both (examples/real/queues.yaml) sends
+the pods Kueue admits on it there, and no kwok pod lands on it. docs/real-containers.md explains it.
 
 Everything lives under /var/lib/trainweave-node (containerd's image store is kept across `down`,
 so images are imported once) and /run/trainweave-node; state in <cluster state>/node.json.
@@ -48,11 +48,19 @@ POD_CIDR = "10.88.0.0/16"
 BRIDGE = "tw0"
 TAINT_KEY = "trainweave.io/real-node"
 NODE_LABEL = "trainweave.io/node"
-FLAVOR = "real"
 # The `kubernetes` Service's ClusterIP: the first address of kwokctl's service range
 # (its certificate names it too: engine_config.kwokctl_config kubeApiserverCertSANs).
 APISERVER_CLUSTER_IP = "10.0.0.1"
-DEBIAN_PACKAGES = ("containerd", "runc", "containernetworking-plugins", "iptables", "conntrack")
+# containerd..conntrack: the node; debootstrap and libc6-dev (static glibc for pause.c): hack/images.py
+DEBIAN_PACKAGES = (
+    "containerd",
+    "runc",
+    "containernetworking-plugins",
+    "iptables",
+    "conntrack",
+    "debootstrap",
+    "libc6-dev",
+)
 CNI_BIN = Path("/usr/lib/cni")
 # pause image the CRI runs every pod sandbox from (hack/images.py builds it)
 SANDBOX_IMAGE = "registry.k8s.io/pause:3.10.2"  # kubeadm v1.36's PauseVersion
@@ -272,22 +280,6 @@ def kubectl(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     )
 
 
-def flavor_manifest() -> dict[str, Any]:
-    """The ResourceFlavor of the real node: Kueue adds its nodeLabels and tolerations to the pods
-    it admits on it, so they land there and nowhere else."""
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "ResourceFlavor",
-        "metadata": {"name": FLAVOR},
-        "spec": {
-            "nodeLabels": {NODE_LABEL: "real"},
-            "tolerations": [
-                {"key": TAINT_KEY, "operator": "Equal", "value": "true", "effect": "NoSchedule"}
-            ],
-        },
-    }
-
-
 def cmd_up(args: argparse.Namespace) -> None:
     cstate = cluster.load_state()
     if not cstate or not cluster.KUBECONFIG.exists():
@@ -366,9 +358,6 @@ def cmd_up(args: argparse.Namespace) -> None:
     t0 = time.monotonic()
     cluster.wait_for(f"node {NODE_NAME} Ready", _node_ready, 180, interval=1)
     timings["node-ready"] = time.monotonic() - t0
-    manifest = cluster.STATE / "node" / "flavor.yaml"
-    manifest.write_text(yaml.safe_dump(flavor_manifest()))
-    kubectl("apply", "--server-side", "--field-manager=trainweave-node", "-f", str(manifest))
     state["timings"] = {k: round(v, 1) for k, v in timings.items()}
     state["timings"]["total"] = round(time.monotonic() - t_start, 1)
     save(state)
