@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from kubernetes import client
 
 from .controller_proc import ControllerProc
@@ -26,6 +27,7 @@ from .kube import (
     load_manifest,
     wait_until,
 )
+from .real import EXAMPLE, NODE, ROOT, VOLUMES, Json, argo_dir
 from .service_account import apply_rbac, mint_token, token_kubeconfig
 
 CLUSTER_PY = Path(__file__).resolve().parents[2] / "hack" / "cluster.py"
@@ -153,3 +155,70 @@ def controller(start_controller: Callable[[str], ControllerProc]) -> ControllerP
     ctl = start_controller("a")
     wait_until("controller ready", lambda: ctl.get("/readyz")[0] == 200, timeout=60)
     return ctl
+
+
+@pytest.fixture(scope="session")
+def real_node(kube_api: client.ApiClient) -> str:
+    """hack/node.py up (a no-op when the node is already up): the node, Ready."""
+    subprocess.run([sys.executable, str(ROOT / "hack" / "node.py"), "up"], check=True)
+    return NODE
+
+
+@pytest.fixture
+def real_example(
+    kube: Kube, namespace: str, real_node: str
+) -> Iterator[Callable[..., tuple[Json, Json]]]:
+    """examples/real in ``namespace``: its queues (ClusterQueues prefixed by the namespace), Argo's
+    own executor Role for the emissary (the pinned module's quick-start manifests), and a hostPath
+    PersistentVolume bound ahead to the TrainJob's PVC. Returns a factory of (TrainJob, runtime)
+    with trainer env overrides."""
+    made: list[str] = []
+    for obj in yaml.safe_load_all((EXAMPLE / "queues.yaml").read_text()):
+        kind, meta = obj["kind"], obj["metadata"]
+        if kind == "ResourceFlavor":
+            if kube.get(KUEUE, "resourceflavors", meta["name"]) is None:
+                kube.create(KUEUE, "resourceflavors", obj)
+        elif kind == "ClusterQueue":
+            meta["name"] = f"{namespace}-{meta['name']}"
+            kube.create(KUEUE, "clusterqueues", obj)
+            made.append(meta["name"])
+        else:
+            meta["namespace"] = namespace
+            obj["spec"]["clusterQueue"] = f"{namespace}-{obj['spec']['clusterQueue']}"
+            kube.create(KUEUE, "localqueues", obj, namespace)
+    quick = argo_dir() / "manifests" / "quick-start" / "base"
+    role = yaml.safe_load((quick / "executor" / "emissary" / "executor-role.yaml").read_text())
+    binding = yaml.safe_load((quick / "executor-default-rolebinding.yaml").read_text())
+    client.RbacAuthorizationV1Api(kube.api).create_namespaced_role(namespace, role)
+    client.RbacAuthorizationV1Api(kube.api).create_namespaced_role_binding(namespace, binding)
+
+    tj = yaml.safe_load((EXAMPLE / "trainjob.yaml").read_text())
+    rt = yaml.safe_load((EXAMPLE / "runtime.yaml").read_text())
+    tj["metadata"]["namespace"] = rt["metadata"]["namespace"] = namespace
+    claim = f"initializer-{tj['metadata']['name']}"
+    pv_name = f"{namespace}-workspace"
+    kube.core.create_persistent_volume(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": pv_name},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce", "ReadWriteMany"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": "",
+                "claimRef": {"namespace": namespace, "name": claim},
+                "hostPath": {"path": str(VOLUMES / namespace), "type": "DirectoryOrCreate"},
+            },
+        }
+    )
+
+    def make(**env: str) -> tuple[Json, Json]:
+        trainer_env = tj["spec"]["trainer"].setdefault("env", [])
+        trainer_env.extend({"name": k, "value": v} for k, v in env.items())
+        return tj, rt
+
+    yield make
+    for name in made:
+        kube.delete(KUEUE, "clusterqueues", name)
+    kube.core.delete_persistent_volume(pv_name)

@@ -1,0 +1,65 @@
+"""Shared pieces of the real-containers tests (tests/e2e/test_real*.py): the real node of
+hack/node.py, examples/real in a test namespace, and reading what really ran."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+
+from .kube import KUEUE, Kube, condition
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "real"
+NODE = "trainweave-node-0"
+VOLUMES = Path("/var/lib/trainweave-node/volumes")
+Json = dict[str, Any]
+
+
+def argo_dir() -> Path:
+    """The pinned Argo module's folder (hack/build.sh's sources.env)."""
+    out = subprocess.run(
+        ["bash", str(ROOT / "hack" / "build.sh"), "--print-dir"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    env = dict(
+        line.split("=", 1)
+        for line in (Path(out.stdout.strip()) / "sources.env").read_text().splitlines()
+        if "=" in line
+    )
+    return Path(env["ARGO_DIR"])
+
+
+def logs(kube: Kube, ns: str, pod: client.V1Pod, container: str) -> str:
+    """The container's log through the API server (which asks the real kubelet)."""
+    return str(kube.core.read_namespaced_pod_log(pod.metadata.name, ns, container=container))
+
+
+def step_pods(kube: Kube, ns: str, step: str) -> list[client.V1Pod]:
+    return [
+        p
+        for p in kube.pods(ns)
+        if p.metadata.labels.get("trainer.kubeflow.org/trainjob-ancestor-step") == step
+        or p.metadata.labels.get("jobset.sigs.k8s.io/replicatedjob-name") == step
+    ]
+
+
+def exit_codes(pod: client.V1Pod) -> dict[str, int | None]:
+    out: dict[str, int | None] = {}
+    for s in pod.status.container_statuses or []:
+        term = s.state.terminated if s.state else None
+        out[s.name] = term.exit_code if term else None
+    return out
+
+
+def none_admitted(kube: Kube, ns: str) -> bool:
+    return not any(
+        condition(wl, "QuotaReserved")
+        and condition(wl, "QuotaReserved")["status"] == "True"
+        and not condition(wl, "Finished")
+        for wl in kube.list(KUEUE, "workloads", ns)
+    )
