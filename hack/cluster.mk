@@ -1,6 +1,6 @@
 # The e2e tier's control plane (docs/local-control-plane.md). Included by the top Makefile, which
 # defines VENV, PY and the venv target.
-.PHONY: engines cluster-up cluster-down cluster-status e2e chaos kind-up kind-down
+.PHONY: engines cluster-up cluster-down cluster-status e2e chaos node-up node-down e2e-real kind-up kind-down
 
 E2E_PYTEST_ARGS ?=
 
@@ -43,6 +43,18 @@ endif
 ## controller kills, 10 crashes each of Kueue and Argo; docs/reliability.md). make test runs it x1.
 chaos: venv
 	TRAINWEAVE_CHAOS_SCALE=10 $(MAKE) e2e E2E_PYTEST_ARGS="-k test_chaos -s"
+
+## A real node (containerd + kubelet, root) joined to the running control plane: hack/node.py,
+## docs/real-containers.md. cluster-down takes it down too.
+node-up: venv
+	$(PY) hack/node.py up
+
+node-down: venv
+	$(PY) hack/node.py down
+
+## Only the real-container tests (tests/e2e/test_real*.py); make e2e runs them with the rest.
+e2e-real: venv
+	$(MAKE) e2e E2E_PYTEST_ARGS="-k test_real"
 
 ## Docker users: a kind cluster with the same pinned Kueue/Argo/Trainer CRDs (cannot run here).
 kind-up:

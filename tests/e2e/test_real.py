@@ -39,6 +39,7 @@ def test_llm_style_pipeline_trains_for_real(
 
     trainers = step_pods(kube, namespace, "node")
     ranks = {}
+    rank_logs = {}
     for pod in trainers:
         assert pod.spec.node_name == NODE, pod.metadata.name
         assert exit_codes(pod).get("node") == 0, exit_codes(pod)
@@ -47,12 +48,16 @@ def test_llm_style_pipeline_trains_for_real(
         m = re.search(r"rank=(\d) world=2: final loss=([0-9.]+) model_sha256=([0-9a-f]{64})", log)
         assert m, log[-2000:]
         ranks[int(m[1])] = (float(m[2]), m[3])
+        rank_logs[int(m[1])] = (pod.metadata.name, log)
     assert sorted(ranks) == [0, 1], ranks
     assert ranks[0][1] == ranks[1][1], f"the ranks disagree on the model: {ranks}"
     assert ranks[0][0] < 0.05, ranks
 
     (exporter,) = step_pods(kube, namespace, "model-exporter")
-    assert "learned weights=" in logs(kube, namespace, exporter, "model-exporter")
+    exported = logs(kube, namespace, exporter, "model-exporter")
+    assert "learned weights=" in exported
+    print(f"--- {rank_logs[0][0]} (kubectl logs -c node)\n{rank_logs[0][1]}")
+    print(f"--- {exporter.metadata.name} (kubectl logs -c model-exporter)\n{exported}")
     for step in ("dataset-initializer", "model-initializer"):
         for pod in step_pods(kube, namespace, step):
             assert pod.spec.node_name == NODE
