@@ -197,10 +197,7 @@ def _finished_groups_to_rerun(
     """Deletes of the Finished Workloads of ``wf``'s steps that the next segment runs again (a
     step stopped with some of its pods done: Kueue finished its group)."""
     ns = str(_meta(obs.trainjob)["namespace"])
-    groups: dict[str, Json] = {}
-    for w in obs.workflows:
-        if _meta(w).get("name") == wf.name:
-            groups = step_groups(w)
+    groups = _step_groups_of(obs, wf)
     rerun = {g for g, info in groups.items() if info["step"] not in done_steps}
     return [
         api.delete(api.WORKLOAD, ns, str(_meta(wl)["name"]), str(_meta(wl).get("uid", "")))
@@ -211,11 +208,15 @@ def _finished_groups_to_rerun(
     ]
 
 
+def _step_groups_of(obs: Observed, wf: WorkflowView) -> dict[str, Json]:
+    """``step_groups`` of the observed Workflow ``wf`` views (none when it is gone)."""
+    raw = next((w for w in obs.workflows if _meta(w).get("name") == wf.name), None)
+    return step_groups(raw) if raw is not None else {}
+
+
 def _live_groups(obs: Observed, wf: WorkflowView) -> list[str]:
-    groups = set()
-    for w in obs.workflows:
-        if _meta(w).get("name") == wf.name:
-            groups = set(step_groups(w))
+    """The Workloads of ``wf``'s pod groups that Kueue has not finished."""
+    groups = set(_step_groups_of(obs, wf))
     return [
         str(_meta(wl)["name"])
         for wl in obs.workloads
