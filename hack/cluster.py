@@ -15,7 +15,6 @@ default ${XDG_CACHE_HOME:-~/.cache}/trainweave/cluster. docs/local-control-plane
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import json
 import os
@@ -848,48 +847,6 @@ def cmd_render(args: argparse.Namespace) -> None:
     log(f"wrote nodes.yaml stages.yaml flavors.yaml kueue-config.yaml to {out}")
 
 
-def health_url(name: str, state: dict[str, Any]) -> str:
-    """Where `up` waits for ``name`` to be healthy."""
-    if name == "workflow-controller":
-        return "http://127.0.0.1:6060/healthz"
-    return f"http://127.0.0.1:{state['ports'][f'{name}/health']}/readyz"
-
-
-def cmd_restart(args: argparse.Namespace) -> None:
-    """Crash one engine (SIGKILL to its process group) and start it again exactly as `up` did,
-    waited for healthy: the chaos tests' fault."""
-    state = load_state()
-    name = args.name
-    if not state or name not in state.get("pids", {}):
-        die(f"{name} is not running under this cluster")
-    pid = int(state["pids"][name])
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
-    wait_for(f"{name} (pid {pid}) gone", lambda: not pid_alive(pid), 30)
-    # its listening ports too: the new process binds the same ones (a run saw Kueue's health
-    # port still taken when the old pid already read as gone)
-    ports = [port for key, port in state.get("ports", {}).items() if key.startswith(f"{name}/")]
-    if name == "workflow-controller":
-        ports = [6060]
-    wait_for(f"{name}'s ports {ports} free", lambda: not any(tcp_open(p) for p in ports), 30)
-    launch = json.loads((STATE / "pids" / f"{name}.json").read_text())
-    url = health_url(name, state)
-    for _ in range(3):  # a port may still be in the kernel's hands: start again if it exits
-        state["pids"][name] = start_process(
-            name, launch["argv"], launch["env"], Path(launch["cwd"])
-        )
-        save_state(state)
-        new = int(state["pids"][name])
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and pid_alive(new):
-            with contextlib.suppress(OSError):
-                if http_ok(url):
-                    return
-            time.sleep(0.5)
-        log(f"{name} (pid {new}) did not become healthy; starting it again")
-    die(f"{name} did not come back healthy after a restart")
-
-
 def cmd_env(args: argparse.Namespace) -> None:
     print(f"export TRAINWEAVE_KUBECONFIG={KUBECONFIG}")
     print(f"export KUBECONFIG={KUBECONFIG}")
@@ -897,6 +854,8 @@ def cmd_env(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
+    import restart
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     up = sub.add_parser("up", help="build if needed, start everything, print status")
@@ -912,14 +871,14 @@ def main() -> None:
     )
     us.add_argument("state", choices=["on", "off"])
     rs = sub.add_parser("restart", help="crash an engine (SIGKILL) and start it again")
-    rs.add_argument("name", choices=["kueue", "workflow-controller", "trainer", "jobset"])
+    rs.add_argument("name", choices=restart.ENGINES)
     rd = sub.add_parser("render", help="write nodes/Stages/flavors/Kueue config for kind-up")
     rd.add_argument("--out", required=True)
     args = ap.parse_args()
     commands = {"up": cmd_up_or_clean, "down": cmd_down, "status": cmd_status, "env": cmd_env}
     commands["render"] = cmd_render
     commands["upstream"] = cmd_upstream
-    commands["restart"] = cmd_restart
+    commands["restart"] = restart.cmd_restart
     commands[args.cmd](args)
 
 

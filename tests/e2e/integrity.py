@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import urllib3
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
@@ -92,6 +93,10 @@ class Integrity:
                     self.problems.append(f"pod watch failed: {err.status} {err.reason}")
                     return
                 version = None  # expired: relist (checked pods are not checked twice)
+            except urllib3.exceptions.HTTPError:
+                # the API server went away (the chaos test restarts it): resume the watch from
+                # the last version once it answers again (410 then means relist)
+                self._stopped.wait(0.5)
 
     def observe(self, pod: Json) -> None:
         """Check a pod once, when Running (not being deleted)."""
@@ -100,10 +105,10 @@ class Integrity:
         phase = (pod.get("status") or {}).get("phase")
         if uid in self.checked or phase != "Running" or meta.get("deletionTimestamp"):
             return
-        self.checked.add(uid)
-        for kind, name in references(pod):
-            if not self._exists(kind, name):
-                self.problems.append(f"pod {meta.get('name')}: {kind} {name} does not exist")
+        missing = [(kind, name) for kind, name in references(pod) if not self._exists(kind, name)]
+        self.checked.add(uid)  # after the reads: one the API server broke is checked again
+        for kind, name in missing:
+            self.problems.append(f"pod {meta.get('name')}: {kind} {name} does not exist")
 
     def _exists(self, kind: str, name: str) -> bool:
         read = {

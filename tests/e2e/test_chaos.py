@@ -1,6 +1,7 @@
 """Chaos, reduced (issue: faults, load and hostile input): 20 pipelines of mixed scenarios under
 two controller replicas while a seeded schedule SIGKILLs the leading controller 5 times and
-crashes Kueue's manager and Argo's workflow-controller once each (`hack/cluster.py restart`).
+crashes Kueue's manager, Argo's workflow-controller and kube-apiserver once each
+(`hack/cluster.py restart`; the apiserver's breaks every watch of every client).
 
 At the end every TrainJob is in the state and reason its scenario expects, no TrainJob has a
 Workflow it should not have (duplicates), no Workload holds quota and every ClusterQueue's
@@ -136,6 +137,7 @@ def test_chaos_reduced(
         [(rng.uniform(3, span), "controller") for _ in range(5 * SCALE)]
         + [(rng.uniform(10, span), "kueue") for _ in range(SCALE)]
         + [(rng.uniform(10, span), "workflow-controller") for _ in range(SCALE)]
+        + [(rng.uniform(10, span), "kube-apiserver") for _ in range(SCALE)]
     )
     t0 = time.monotonic()
     done: dict[str, float] = {}  # TrainJob -> when its terminal condition was first seen
@@ -267,7 +269,12 @@ def test_chaos_reduced(
         f"chaos: pipelines={len(names)} faults={faults_n} mismatches={len(mismatches)} "
         f"leaked-quota={len(holding)} duplicates={duplicates} max-lag-s={max_lag:.0f}"
     )
-    assert injected == {"controller": 5 * SCALE, "kueue": SCALE, "workflow-controller": SCALE}
+    assert injected == {
+        "controller": 5 * SCALE,
+        "kueue": SCALE,
+        "workflow-controller": SCALE,
+        "kube-apiserver": SCALE,
+    }
     assert mismatches == []
     assert holding == []
     assert duplicates == 0
