@@ -28,19 +28,29 @@ def free_port() -> int:
 class ControllerProc:
     """One `trainweave controller` process."""
 
-    def __init__(self, namespace: str, identity: str, kubeconfig: Path) -> None:
+    def __init__(
+        self, namespace: str, identity: str, kubeconfig: Path, crash_after_writes: int = 0
+    ) -> None:
+        """``crash_after_writes`` > 0: the process dies right after that many writes
+        (tests/e2e/crash_after_writes.py)."""
         self.port = free_port()
         self.identity = identity
         self.lease_namespace, self.lease_name = SA_NAMESPACE, namespace
         self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"tw-ctl-{namespace}-{identity}.log"
+        entry = ["-m", "trainweave.cli"]
+        if crash_after_writes:
+            entry = [
+                str(Path(__file__).with_name("crash_after_writes.py")),
+                str(crash_after_writes),
+            ]
         cmd = [
-            sys.executable, "-m", "trainweave.cli", "controller",
+            sys.executable, *entry, "controller",
             "--kubeconfig", str(kubeconfig), "--namespace", namespace,
             "--lease-namespace", self.lease_namespace, "--lease-name", self.lease_name,
             "--identity", identity,
             "--bind", f"127.0.0.1:{self.port}", "--log-level", "DEBUG",
         ]  # fmt: skip
-        self.proc = subprocess.Popen(cmd, stdout=self.log.open("w"), stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, stdout=self.log.open("a"), stderr=subprocess.STDOUT)
 
     def get(self, path: str) -> tuple[int, str]:
         try:
