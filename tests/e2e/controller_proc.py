@@ -29,10 +29,16 @@ class ControllerProc:
     """One `trainweave controller` process."""
 
     def __init__(
-        self, namespace: str, identity: str, kubeconfig: Path, crash_after_writes: int = 0
+        self,
+        namespace: str,
+        identity: str,
+        kubeconfig: Path,
+        crash_after_writes: int = 0,
+        build: Path | None = None,
     ) -> None:
         """``crash_after_writes`` > 0: the process dies right after that many writes
-        (tests/e2e/crash_after_writes.py)."""
+        (tests/e2e/crash_after_writes.py). ``build``: run the trainweave package tree there
+        (an earlier build, tests/e2e/old_build.py) instead of this checkout's."""
         self.port = free_port()
         self.identity = identity
         self.lease_namespace, self.lease_name = SA_NAMESPACE, namespace
@@ -50,7 +56,10 @@ class ControllerProc:
             "--identity", identity,
             "--bind", f"127.0.0.1:{self.port}", "--log-level", "DEBUG",
         ]  # fmt: skip
-        self.proc = subprocess.Popen(cmd, stdout=self.log.open("a"), stderr=subprocess.STDOUT)
+        env = {**os.environ, "PYTHONPATH": str(build)} if build else None
+        self.proc = subprocess.Popen(
+            cmd, stdout=self.log.open("a"), stderr=subprocess.STDOUT, env=env, cwd=build
+        )
 
     def get(self, path: str) -> tuple[int, str]:
         try:
