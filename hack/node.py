@@ -25,8 +25,10 @@ so images are imported once) and /run/trainweave-node; state in <cluster state>/
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -51,6 +53,7 @@ NODE_LABEL = "trainweave.io/node"
 # The `kubernetes` Service's ClusterIP: the first address of kwokctl's service range
 # (its certificate names it too: engine_config.kwokctl_config kubeApiserverCertSANs).
 APISERVER_CLUSTER_IP = "10.0.0.1"
+DNAT_COMMENT = "trainweave-node: kubernetes Service"
 # containerd..conntrack: the node; debootstrap and libc6-dev (static glibc for pause.c): hack/images.py
 DEBIAN_PACKAGES = (
     "containerd",
@@ -269,8 +272,17 @@ def dnat_rule(server: str) -> list[str]:
     return [
         "PREROUTING", "-t", "nat", "-d", f"{APISERVER_CLUSTER_IP}/32", "-p", "tcp", "--dport",
         "443", "-j", "DNAT", "--to-destination", f"127.0.0.1:{port}",
-        "-m", "comment", "--comment", "trainweave-node: kubernetes Service",
+        "-m", "comment", "--comment", DNAT_COMMENT,
     ]  # fmt: skip
+
+
+def _drop_dnat_rules() -> None:
+    """Delete every nat PREROUTING rule node.py added (found by its comment)."""
+    listed = cluster.run("iptables", "-t", "nat", "-S", "PREROUTING", capture=True).stdout
+    for line in listed.splitlines():
+        if line.startswith("-A PREROUTING") and DNAT_COMMENT in line:
+            spec = shlex.split(line)[2:]  # after "-A PREROUTING"
+            cluster.run("iptables", "-t", "nat", "-D", "PREROUTING", *spec, check=False)
 
 
 def kubectl(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -319,9 +331,8 @@ def cmd_up(args: argparse.Namespace) -> None:
     # kube-apiserver; route_localnet lets a packet from the bridge be routed to 127.0.0.1.
     cluster.run("sysctl", "-q", "-w", "net.ipv4.conf.all.route_localnet=1")
     cluster.run("sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
-    rule = dnat_rule(server)
-    if cluster.run("iptables", "-C", *rule, check=False, capture=True).returncode != 0:
-        cluster.run("iptables", "-A", *rule)
+    _drop_dnat_rules()  # one an earlier control plane left points at its port
+    cluster.run("iptables", "-A", *dnat_rule(server))
 
     health, ready = cluster.free_port(), cluster.free_port()
     (ndir / "Corefile").write_text(corefile(ip, cluster.KUBECONFIG, health, ready))
@@ -402,12 +413,9 @@ def cmd_down(args: argparse.Namespace) -> None:
     shutil.rmtree(LIB / "ipam", ignore_errors=True)
     subprocess.run(["ip", "link", "delete", BRIDGE], capture_output=True, check=False)
     if cluster.KUBECONFIG.exists():
-        try:
-            server = apiserver_server()
-            subprocess.run(["iptables", "-D", *dnat_rule(server)], capture_output=True, check=False)
+        with contextlib.suppress(OSError, subprocess.CalledProcessError):
             kubectl("delete", "node", NODE_NAME, "--ignore-not-found", "--wait=false", check=False)
-        except (OSError, KeyError, subprocess.CalledProcessError):
-            pass
+    _drop_dnat_rules()
     state_path().unlink(missing_ok=True)
     cluster.log(f"node {NODE_NAME} down")
 
