@@ -28,15 +28,21 @@ No registry is reachable from this machine, so every image is built from pinned 
   openmpi-bin + openssh-server/-client were measured here (debootstrap, same mirror, back to
   back): +9 s (27 s -> 36 s) and +100 MB unpacked (235 -> 335 MB before trimming), under the
   ~60 s / ~150 MB budget, so they are in (sshd host keys are generated into the image). The rootfs layer drops apt caches/lists, docs (copyright kept), man, info, locales.
+- controller: trainweave.local/controller:dev, deploy/Dockerfile's image built without Docker
+  (hack/images_controller.py): bookworm minbase + python3 (3.11), a venv with the dependencies,
+  the trainweave wheel in a top layer of its own.
 
 Cache: ${XDG_CACHE_HOME:-~/.cache}/trainweave/images/<key>/image.tar, key = hash of
 hack/versions.env, this file and the image's own inputs; a warm `build` only checks files.
-Usage: hack/images.py build [--out DIR] | load --address SOCKET [--ctr CTR]  (load builds first)
+Usage: hack/images.py build [--out DIR] | load --address SOCKET [--ctr CTR] [--image SHORT]...
+(load builds first what is stale)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import gzip
 import hashlib
 import io
@@ -46,7 +52,7 @@ import shutil
 import subprocess
 import tarfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -287,7 +293,7 @@ def module_dir(module_at_version: str) -> Path:
     return Path(module_info(module_at_version)["Dir"])
 
 
-# ---- the three images ----
+# ---- the images ----
 
 
 @dataclass(frozen=True)
@@ -393,11 +399,9 @@ def keep_in_rootfs(name: str) -> bool:
     return not name.startswith("usr/share/doc/") or name.endswith(("/", "/copyright"))
 
 
-def rootfs_layer() -> tuple[Blob, float]:
+def rootfs_layer(packages: tuple[str, ...] = WORKLOAD_PACKAGES) -> tuple[Blob, float]:
     """The debootstrap layer, built once per package list; returns it and its build seconds."""
-    key = hashlib.sha256(
-        repr((DEBIAN_SUITE, DEBIAN_MIRROR, WORKLOAD_PACKAGES, ROOTFS_REVISION)).encode()
-    )
+    key = hashlib.sha256(repr((DEBIAN_SUITE, DEBIAN_MIRROR, packages, ROOTFS_REVISION)).encode())
     folder = CACHE / f"rootfs-{key.hexdigest()[:16]}"
     meta = folder / "layer.json"
     if meta.exists():
@@ -408,9 +412,9 @@ def rootfs_layer() -> tuple[Blob, float]:
     tree = folder / "rootfs"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    cmd = ["debootstrap", "--variant=minbase", "--include=" + ",".join(WORKLOAD_PACKAGES)]
+    cmd = ["debootstrap", "--variant=minbase", "--include=" + ",".join(packages)]
     run([*cmd, DEBIAN_SUITE, tree, DEBIAN_MIRROR])
-    print(f"images.py: debootstrap {' '.join(WORKLOAD_PACKAGES)}: {time.monotonic() - t0:.0f}s")
+    print(f"images.py: debootstrap {' '.join(packages)}: {time.monotonic() - t0:.0f}s")
     blob = pack_layer(folder / "layer.tar.gz", lambda t: add_tree(t, tree, keep=keep_in_rootfs))
     shutil.rmtree(tree)
     seconds = time.monotonic() - t0
@@ -438,6 +442,8 @@ def build_workload(work: Path) -> tuple[list[Blob], dict[str, Any]]:
 
 
 def images() -> list[Image]:
+    from images_controller import controller_image  # it imports this module's helpers
+
     v = versions()
     return [
         Image("pause", PAUSE_NAMES, lambda: pause_source().read_bytes(), build_pause),
@@ -448,6 +454,7 @@ def images() -> list[Image]:
             build_argoexec,
         ),
         Image("workload", (WORKLOAD_NAME,), lambda: tree_fingerprint(EXAMPLES), build_workload),
+        controller_image(),
     ]
 
 
@@ -491,11 +498,21 @@ def build_one(image: Image, out: Path | None) -> Path:
     return archive
 
 
-def cmd_build(args: argparse.Namespace) -> None:
+@contextlib.contextmanager
+def cache_lock() -> Iterator[None]:
+    """One images.py at a time on this cache: a concurrent run (node.py up in another test
+    session) would otherwise remove the work folder of the same key under this one."""
     CACHE.mkdir(parents=True, exist_ok=True)
+    with (CACHE / ".lock").open("w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def cmd_build(args: argparse.Namespace) -> None:
     t0 = time.monotonic()
-    for image in images():
-        build_one(image, args.out)
+    with cache_lock():
+        for image in images():
+            build_one(image, args.out)
     print(f"images.py: images ready in {CACHE} (total {time.monotonic() - t0:.1f}s)")
 
 
@@ -503,10 +520,13 @@ def cmd_load(args: argparse.Namespace) -> None:
     """Import every image into containerd; builds first what its inputs no longer match (an
     edited examples/real/ re-packs only the workload's last layer)."""
     ctr = [args.ctr, "--address", args.address, "--namespace", "k8s.io"]
-    CACHE.mkdir(parents=True, exist_ok=True)
-    for image in images():
-        archive = build_one(image, None)
-        subprocess.run([*ctr, "images", "import", "--all-platforms", str(archive)], check=True)
+    with cache_lock():
+        for image in images():
+            if args.image and image.short not in args.image:
+                continue
+            archive = build_one(image, None)
+            cmd = [*ctr, "images", "import", "--all-platforms", str(archive)]
+            subprocess.run(cmd, check=True)
     subprocess.run([*ctr, "images", "ls"], check=True)
 
 
@@ -524,6 +544,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     load.add_argument("--address", required=True, help="containerd's socket")
     load.add_argument("--ctr", default="ctr", help="the ctr binary")
+    load.add_argument(
+        "--image", action="append", help="only this one (short name: pause, controller, ...)"
+    )
     load.set_defaults(func=cmd_load)
     args = parser.parse_args(argv)
     args.func(args)
