@@ -10,8 +10,12 @@ rank 0, which sums them and broadcasts the average; every rank applies it, so al
 model, which they confirm by hash at the end. Rank 0 writes ``$WORKSPACE/output/model.json``.
 
 Env: TRAIN_STEPS (50), LEARNING_RATE (0.1), RENDEZVOUS_TIMEOUT_SECONDS (120),
-STEP_TIMEOUT_SECONDS (60), FAIL_WITH_EXIT_CODE (exit with it before training), WORKSPACE.
-Exit codes as workspace.py: 2 bad env, 3 bad data, 4 rendezvous timeout or peer lost.
+STEP_TIMEOUT_SECONDS (60), STEP_SLEEP_SECONDS (0: a pause after each step, below
+STEP_TIMEOUT_SECONDS, so a run lasts long enough to be preempted mid-run), FAIL_WITH_EXIT_CODE
+(exit with it before training), WORKSPACE.
+Exit codes as workspace.py: 2 bad env, 3 bad data, 4 rendezvous timeout or peer lost. SIGTERM
+keeps Python's default action (the process dies of it, exit code 143 to the kubelet), as a
+preempted pod's container should.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 import collective
 import workspace as ws
@@ -75,6 +80,12 @@ def worker(rank: int, world: int) -> None:
     lr = ws.env_float("LEARNING_RATE", 0.1)
     rendezvous_timeout = float(ws.env_int("RENDEZVOUS_TIMEOUT_SECONDS", 120, minimum=1))
     step_timeout = float(ws.env_int("STEP_TIMEOUT_SECONDS", 60, minimum=1))
+    step_sleep = ws.env_float("STEP_SLEEP_SECONDS", 0.0)
+    if not 0 <= step_sleep < step_timeout:
+        ws.fail(
+            f"STEP_SLEEP_SECONDS={step_sleep} is not in [0, STEP_TIMEOUT_SECONDS={step_timeout:g})",
+            ws.EXIT_CONFIG,
+        )
 
     rows, params, dataset_id, meta = load_inputs()
     initial_sha = ws.model_sha256(params)
@@ -117,6 +128,8 @@ def worker(rank: int, world: int) -> None:
         params = [p - lr * g for p, g in zip(params, average, strict=True)]
         if step % 10 == 0 or step == steps:
             collective.say(f"step={step} loss={loss:.6f} rank={rank} world={world}")
+        if step_sleep:
+            time.sleep(step_sleep)
     sse, grad = ws.squared_error(params, shard)
     final_loss, _ = reduce.average(steps + 1, sse, grad, len(shard))
     digest = ws.model_sha256(params)

@@ -16,9 +16,11 @@ import json
 import os
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -142,7 +144,15 @@ def torch_env(base: dict[str, str], node_rank: int, port: int, nnodes: int = 2) 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("PET_")}
-    for name in ("LOCAL_RANK", "RANK", "WORLD_SIZE", "FAIL_WITH_EXIT_CODE", *SMALL):
+    for name in (
+        "LOCAL_RANK",
+        "RANK",
+        "WORLD_SIZE",
+        "FAIL_WITH_EXIT_CODE",
+        "STEP_SLEEP_SECONDS",
+        "STEP_TIMEOUT_SECONDS",
+        *SMALL,
+    ):
         clean.pop(name, None)
     return {**clean, **SMALL, "WORKSPACE": str(tmp_path), "RENDEZVOUS_TIMEOUT_SECONDS": "10"}
 
@@ -234,8 +244,20 @@ def test_a_rank_without_its_master_times_out_as_a_rendezvous_failure(
         ("PET_NNODES", "two", "PET_NNODES='two' is not an integer"),
         ("PET_NODE_RANK", "2", "PET_NODE_RANK=2 is not below PET_NNODES=2"),
         ("PET_MASTER_PORT", "", "PET_MASTER_PORT is not set"),
+        ("STEP_SLEEP_SECONDS", "-1", "STEP_SLEEP_SECONDS=-1.0 is not in [0, "),
+        (
+            "STEP_SLEEP_SECONDS",
+            "60",
+            "STEP_SLEEP_SECONDS=60.0 is not in [0, STEP_TIMEOUT_SECONDS=60)",
+        ),
     ],
-    ids=["nnodes-not-a-number", "rank-out-of-range", "no-master-port"],
+    ids=[
+        "nnodes-not-a-number",
+        "rank-out-of-range",
+        "no-master-port",
+        "negative-step-sleep",
+        "step-sleep-past-step-timeout",
+    ],
 )
 def test_bad_torch_env_fails_as_bad_configuration(
     initialized: dict[str, str], name: str, value: str, message: str
@@ -243,6 +265,33 @@ def test_bad_torch_env_fails_as_bad_configuration(
     env = {**torch_env(initialized, 0, free_port()), name: value}
     code, _, err = finish(start("trainer.py", env))
     assert code == 2 and message in err
+
+
+def test_step_sleep_stretches_the_run_and_sigterm_kills_it_mid_run(
+    initialized: dict[str, str],
+) -> None:
+    """STEP_SLEEP_SECONDS pauses after each step (tests/e2e/test_real_preempt.py preempts such a
+    run); SIGTERM mid-run kills the process with the signal, which the kubelet reports as exit
+    code 143, the code Argo's retry expression treats as a disruption (adapters/retry.py)."""
+    env = {
+        **torch_env(initialized, 0, free_port(), nnodes=1),
+        "TRAIN_STEPS": "4",
+        "STEP_SLEEP_SECONDS": "0.3",
+    }
+    began = time.monotonic()
+    code, out, err = finish(start("trainer.py", env))
+    assert code == 0, f"{out}\n{err}"
+    assert time.monotonic() - began >= 4 * 0.3
+    assert len(FINAL_LINE.findall(out)) == 1
+
+    proc = start("trainer.py", {**env, "TRAIN_STEPS": "1000"})
+    assert proc.stdout is not None
+    while "rendezvous complete" not in (line := proc.stdout.readline()):
+        assert line, "the trainer exited before training"
+    proc.send_signal(signal.SIGTERM)
+    code, out, _ = finish(proc)
+    assert code == -signal.SIGTERM
+    assert "final loss=" not in out
 
 
 @pytest.mark.parametrize("program", sorted(p.name for p in REAL.glob("*.py")))
