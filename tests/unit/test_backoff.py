@@ -144,9 +144,9 @@ def test_the_third_counted_failure_of_the_step_stops_it(
 ) -> None:
     plan = reconcile.plan(Observed(started(), (running(pods),)), NOW)
     stops = [
-        r.body["metadata"]["annotations"][L.STOPPED_FOR]
-        for r in plan.requests
-        if (r.body or {}).get("spec", {}).get("shutdown")
+        body["metadata"]["annotations"][L.STOPPED_FOR]
+        for body in (r.body for r in plan.requests)
+        if body is not None and body.get("spec", {}).get("shutdown")
     ]
     assert stops == stopped
 

@@ -55,6 +55,7 @@ def rendered(rt: RuntimeBuilder, nodes: int = 1) -> Json:
 
 
 def template(wf: Json, name: str) -> Json:
+    tpl: Json
     (tpl,) = [t for t in wf["spec"]["templates"] if t["name"] == name]
     return tpl
 
@@ -183,9 +184,9 @@ def stops(wf: Json) -> list[str]:
     tj = trainjob(annotations={L.ATTEMPTS_ANNOTATION: "1"})
     plan = reconcile.plan(Observed(tj, (wf,)), NOW)
     return [
-        r.body["metadata"]["annotations"][L.STOPPED_FOR]
-        for r in plan.requests
-        if (r.body or {}).get("spec", {}).get("shutdown")
+        body["metadata"]["annotations"][L.STOPPED_FOR]
+        for body in (r.body for r in plan.requests)
+        if body is not None and body.get("spec", {}).get("shutdown")
     ]
 
 

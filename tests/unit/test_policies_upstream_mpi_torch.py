@@ -154,7 +154,7 @@ def _pet(nodes: int, nproc: str, master: str | None) -> list[Json]:
 
 # --- torch_test.go: TestTorchEnforceMLPolicy (trainer node only) ----------------------------
 
-TORCH = {"torch": {}}
+TORCH: Json = {"torch": {}}
 TUNE_IMAGE = "ghcr.io/kubeflow/trainer/torchtune-trainer"
 TUNE_ARGS = ["dtype=fp16", "batch_size=32", "epochs=10", "loss=torchtune.modules.loss.CEWithChunkedOutputLoss"]  # fmt: skip
 

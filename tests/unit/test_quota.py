@@ -6,12 +6,14 @@ from datetime import datetime, timezone
 
 import pytest
 
-from tests.unit.cluster_objects import T0, workload
+from tests.unit.cluster_objects import T0, Json, workload
 from trainweave.integrations import quota
 
 NOW = datetime(2026, 11, 1, 11, 0, tzinfo=timezone.utc)
 INFO = {"step": "trainer", "role": "trainer", "attempt": 0}
 GPU = {"cpu": "16", "nvidia.com/gpu": "8"}
+# (state, reason, wait_seconds, hold_seconds, resource_seconds)
+Facts = tuple[str, str, float | None, float, dict[str, float]]
 
 CASES = [
     pytest.param(
@@ -38,7 +40,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("wl", "expected"), CASES)
-def test_step_quota(wl: dict, expected: tuple) -> None:
+def test_step_quota(wl: Json, expected: Facts) -> None:
     q = quota.step_quota(wl, INFO, NOW)
     assert (q.state, q.reason, q.wait_seconds, q.hold_seconds, q.resource_seconds) == expected
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from datetime import datetime, timezone
 from typing import Any
 
@@ -25,8 +26,8 @@ class Recorder:
     """A fake API server edge: canned GETs, 201 for POSTs, records every request."""
 
     def __init__(
-        self, objects: dict[str, Json] | None = None, conflicts: set[str] = frozenset()
-    ) -> None:  # type: ignore[assignment]
+        self, objects: dict[str, Json] | None = None, conflicts: AbstractSet[str] = frozenset()
+    ) -> None:
         self.objects = dict(objects or {})
         self.conflicts = set(conflicts)
         self.sent: list[api.Request] = []

@@ -38,9 +38,9 @@ def init_step(pods: list[Pod], **kwargs: Any) -> Json:
 def stops(wf: Json) -> list[str]:
     plan = reconcile.plan(Observed(started(), (wf,)), NOW)
     return [
-        r.body["metadata"]["annotations"][L.STOPPED_FOR]
-        for r in plan.requests
-        if (r.body or {}).get("spec", {}).get("shutdown")
+        body["metadata"]["annotations"][L.STOPPED_FOR]
+        for body in (r.body for r in plan.requests)
+        if body is not None and body.get("spec", {}).get("shutdown")
     ]
 
 

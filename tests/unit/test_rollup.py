@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.unit.cluster_objects import T0, Pod, StepState, pod, trainjob, workflow
+from tests.unit.cluster_objects import T0, Json, Pod, StepState, pod, trainjob, workflow
 from tests.unit.examples import render_example
 from trainweave import labels as L
 from trainweave.integrations.argo_view import decode_nodes, view
 from trainweave.integrations.rollup import (
     MAX_MESSAGE,
     Observed,
+    Status,
     job_sizes,
     jobs_status,
     rollup,
@@ -25,19 +26,20 @@ from trainweave.labels import ConditionType, Reason
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
 FIXTURES = Path(__file__).parent / "fixtures" / "argo"
 INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", code=0)])
+Conds = dict[str, tuple[str, str, str]]  # condition type -> (status, reason, message)
 
 
-def conds(status: object) -> dict[str, tuple[str, str, str]]:
-    return {c["type"]: (c["status"], c["reason"], c["message"]) for c in status.conditions}  # type: ignore[attr-defined]
+def conds(status: Status) -> Conds:
+    return {c["type"]: (c["status"], c["reason"], c["message"]) for c in status.conditions}
 
 
-def tj_with(wfs: list[dict], **kw: object) -> Observed:
+def tj_with(wfs: list[Json]) -> Observed:
     ann = {
         "trainweave.io/attempts": str(
             1 + max((int(w["metadata"]["labels"]["trainweave.io/attempt"]) for w in wfs), default=0)
         )
     }
-    return Observed(trainjob(annotations=ann, **kw), tuple(wfs))  # type: ignore[arg-type]
+    return Observed(trainjob(annotations=ann), tuple(wfs))
 
 
 CASES = [
@@ -243,7 +245,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("workflows", "expected"), CASES)
-def test_conditions_from_workflows(workflows: list[dict], expected: dict) -> None:
+def test_conditions_from_workflows(workflows: list[Json], expected: Conds) -> None:
     assert conds(rollup(tj_with(workflows), NOW)) == expected
 
 
@@ -270,7 +272,7 @@ SUSPEND_CASES = [
 
 
 @pytest.mark.parametrize(("suspend", "current", "expected"), SUSPEND_CASES)
-def test_suspended_condition(suspend: bool, current: list, expected: dict) -> None:
+def test_suspended_condition(suspend: bool, current: list[Json], expected: Conds) -> None:
     obs = Observed(trainjob(suspend=suspend, conditions=current))
     assert conds(rollup(obs, NOW)) == expected
 
@@ -310,7 +312,7 @@ DEADLINE_CASES = [
 
 
 @pytest.mark.parametrize(("deadline", "suspend", "current", "expected"), DEADLINE_CASES)
-def test_deadline(deadline: int, suspend: bool, current: list, expected: dict) -> None:
+def test_deadline(deadline: int, suspend: bool, current: list[Json], expected: Conds) -> None:
     obs = Observed(trainjob(deadline=deadline, suspend=suspend, conditions=current))
     assert conds(rollup(obs, NOW)) == expected
 
@@ -447,7 +449,7 @@ JOBS_CASES = [
 
 
 @pytest.mark.parametrize(("pods", "phase", "expected"), JOBS_CASES)
-def test_jobs_status(pods: list[dict], phase: str, expected: dict) -> None:
+def test_jobs_status(pods: list[Json], phase: str, expected: dict[str, dict[str, int]]) -> None:
     """One Workflow (the first attempt); ``phase`` is the phase of the pods' step."""
     steps = {"init": StepState("Running"), "trainer": StepState("")}
     steps[pods[0]["metadata"]["labels"][L.STEP]] = StepState(phase)

@@ -9,11 +9,11 @@ from __future__ import annotations
 import importlib.util
 import os
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
-from hera.workflows import DAG, Container, Workflow
+from hera.workflows import DAG, Container, Task, Workflow
 
 from tests.unit.examples import EXAMPLES
 from trainweave import labels as L
@@ -242,7 +242,11 @@ def test_builders_beside_plain_templates() -> None:
     with Workflow(name="mix", namespace="ns", entrypoint="main") as w:
         hello = Container(name="hello", image="busybox", command=["echo", "hi"])
         with DAG(name="main"):
-            hello() >> gpu_step(nodes=2)() >> hello(name="bye")
+            # hello() >> node >> bye, one edge a line: Hera types a template call as
+            # Step | Task | None (in an open DAG it is the Task) and `>>` as Task | list[Task].
+            first, node = cast(Task, hello()), gpu_step(nodes=2)()
+            first >> node
+            node >> cast(Task, hello(name="bye"))
         w.on_exit = exit_cleanup(gpu_step(nodes=2))
     out = w.to_dict()
     names = [t["name"] for t in out["spec"]["templates"]]
