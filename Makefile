@@ -42,16 +42,22 @@ lint: venv linktree
 	cd .cache/typecheck && PYTHONPATH=. ../../$(VENV)/bin/lint-imports --config ../../pyproject.toml
 
 # mypy and import-linter cannot follow setuptools' package-dir mapping, so give them a tree
-# of links in which adapters/, integrations/ and workflows/ sit inside trainweave/.
+# of links in which adapters/, integrations/ and workflows/ sit inside trainweave/; tests/ and
+# benchmarks/ sit beside it, so the tests resolve `tests.unit...` and `benchmarks...` as pytest does.
 linktree:
 	rm -rf .cache/typecheck && mkdir -p .cache/typecheck/trainweave
 	for f in trainweave/*; do ln -s "$$PWD/$$f" .cache/typecheck/trainweave/; done
 	for d in adapters integrations workflows; do ln -s "$$PWD/$$d" .cache/typecheck/trainweave/$$d; done
+	for d in tests benchmarks; do ln -s "$$PWD/$$d" .cache/typecheck/$$d; done
 
+# The package, tests/unit and the helper modules directly under tests/ (tests/*.py; what they
+# import, such as tests/oracle/harness.py, is checked with them), all under the strict config.
 # hack/ and benchmarks/ are scripts, not packages (cluster.py imports engine_config as a sibling):
-# checked as files, in a second run (mypy takes either -p or files).
+# checked as files, in a second run (mypy takes either -p/-m or files).
+TEST_MODULES := $(patsubst tests/%.py,tests.%,$(filter-out tests/__init__.py,$(wildcard tests/*.py)))
 typecheck: venv linktree
-	cd .cache/typecheck && ../../$(VENV)/bin/mypy --config-file ../../pyproject.toml -p trainweave
+	cd .cache/typecheck && ../../$(VENV)/bin/mypy --config-file ../../pyproject.toml -p trainweave \
+	  -p tests.unit $(addprefix -m ,$(TEST_MODULES))
 	cd .cache/typecheck && ../../$(VENV)/bin/mypy --config-file ../../pyproject.toml \
 	  $(addprefix ../../,$(wildcard hack/*.py benchmarks/*.py))
 

@@ -58,7 +58,14 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     out = tmp / "image.tar"
     images.write_oci_archive(out, layers, {"Entrypoint": ["/bin/hello"]}, NAMES)
     with tarfile.open(out) as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+        return {m.name: _read(tar, m) for m in tar.getmembers() if m.isfile()}
+
+
+def _read(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    """A regular file's bytes (``extractfile`` is None only for other kinds of member)."""
+    f = tar.extractfile(member)
+    assert f is not None
+    return f.read()
 
 
 def _blob(files: dict[str, bytes], digest: str) -> bytes:
