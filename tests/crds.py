@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+import jsonschema
 import yaml
 
 CACHE = (
@@ -44,6 +46,28 @@ def crd_schema(module: str, version: str, relpath: str, served_version: str) -> 
     CACHE.mkdir(parents=True, exist_ok=True)
     cached.write_text(json.dumps(schema))
     return schema
+
+
+class SchemaError(Protocol):
+    """What the tests read of a ``jsonschema.ValidationError``."""
+
+    @property
+    def message(self) -> str: ...
+
+    @property
+    def absolute_path(self) -> Sequence[str | int]: ...
+
+
+class Validator(Protocol):
+    """What the tests use of a ``jsonschema`` validator (jsonschema ships no type hints)."""
+
+    def iter_errors(self, instance: object) -> Iterator[SchemaError]: ...
+
+
+def validator(schema: dict[str, Any]) -> Validator:
+    """A Draft 2020-12 validator of ``schema``."""
+    out: Validator = jsonschema.Draft202012Validator(schema)
+    return out
 
 
 def _convert(node: Any) -> Any:

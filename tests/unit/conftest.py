@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import shutil
-from typing import Any
 
-import jsonschema
 import pytest
 
-from tests.crds import crd_schema
+from tests.crds import Validator, crd_schema, validator
 from tests.versions import ARGO_MODULE, ARGO_VERSION
 
 
 @pytest.fixture(scope="session")
-def workflow_validator() -> Any:
+def workflow_validator() -> Validator:
     """A jsonschema validator for Argo's Workflow CRD (full schema, from the pinned module)."""
     schema = crd_schema(
         ARGO_MODULE, ARGO_VERSION, "manifests/base/crds/full/argoproj.io_workflows.yaml", "v1alpha1"
     )
-    return jsonschema.Draft202012Validator(schema)
+    return validator(schema)
 
 
 GO_MISSING = """\

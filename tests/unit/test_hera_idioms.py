@@ -18,6 +18,7 @@ from hera.workflows import (
 from hera.workflows import models as m
 
 from trainweave.workflows import initializer, post_processor, trainer
+from trainweave.workflows.steps import HeraEnv
 
 Json = dict[str, Any]
 RANK = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
@@ -49,7 +50,7 @@ RANK = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
     ],
     ids=["env", "env-json", "secret", "configmap", "field", "resource", "model", "dict"],
 )
-def test_env_takes_heras_env_classes(env: Any, wire: Json) -> None:
+def test_env_takes_heras_env_classes(env: HeraEnv | m.EnvVar | Json, wire: Json) -> None:
     for step in (
         initializer("dataset-initializer", "i", "s3://d", "cpu", env=[env]),
         trainer("node", "i", ["torchrun"], "gpu", env=[env]),

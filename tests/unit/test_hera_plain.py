@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.crds import Validator
 from tests.unit.examples import EXAMPLES
 from trainweave import labels as L
 
@@ -166,6 +167,6 @@ def test_each_step_is_one_pod_group_on_its_queue(
 
 @pytest.mark.schema
 def test_plain_example_validates_against_argo_crd(
-    both: tuple[Json, Json], workflow_validator: Any
+    both: tuple[Json, Json], workflow_validator: Validator
 ) -> None:
     assert [e.message for e in workflow_validator.iter_errors(both[1])] == []

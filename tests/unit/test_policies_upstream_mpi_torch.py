@@ -109,7 +109,9 @@ def _job(
     }
 
 
-def _runtime(ml_policy: Json, *jobs: Json, name: str = "rt", kind: str = "TrainingRuntime") -> Any:
+def _runtime(
+    ml_policy: Json, *jobs: Json, name: str = "rt", kind: str = "TrainingRuntime"
+) -> RuntimeBuilder:
     return make_runtime(ml_policy=ml_policy, jobs=list(jobs), name=name, kind=kind)
 
 

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.builders import make_runtime, make_trainjob
+from tests.crds import Validator
 from trainweave.adapters import argo
 from trainweave.adapters.trainer import to_pipeline
 from trainweave.inputs import parse_runtime, parse_trainjob
@@ -63,7 +64,7 @@ def _render(tj: Json, rt: Json) -> list[Json]:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(inputs())
 def test_any_valid_input_renders_a_schema_valid_workflow(
-    workflow_validator: Any, pair: tuple[Json, Json]
+    workflow_validator: Validator, pair: tuple[Json, Json]
 ) -> None:
     tj, rt = pair
     workflow = _render(tj, rt)[0]

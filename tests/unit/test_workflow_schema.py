@@ -3,25 +3,25 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import pytest
 
+from tests.crds import Validator
 from tests.unit.examples import NAMES, render_example
 
 pytestmark = pytest.mark.schema
 
 
-def _errors(validator: Any, doc: Any) -> list[str]:
+def _errors(validator: Validator, doc: object) -> list[str]:
     return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)]
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_example_workflow_is_schema_valid(workflow_validator: Any, name: str) -> None:
+def test_example_workflow_is_schema_valid(workflow_validator: Validator, name: str) -> None:
     assert _errors(workflow_validator, render_example(name)[0]) == []
 
 
-def test_schema_catches_a_bad_retry_policy(workflow_validator: Any) -> None:
+def test_schema_catches_a_bad_retry_policy(workflow_validator: Validator) -> None:
     workflow = copy.deepcopy(render_example("torch-distributed")[0])
     node = next(t for t in workflow["spec"]["templates"] if t["name"] == "node")
     node["retryStrategy"]["retryPolicy"] = "Sometimes"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any, cast
 
@@ -15,6 +16,7 @@ import pytest
 import yaml
 from hera.workflows import DAG, Container, Task, Workflow
 
+from tests.crds import Validator
 from tests.unit.examples import EXAMPLES
 from trainweave import labels as L
 from trainweave.adapters import argo
@@ -117,7 +119,7 @@ def test_trainer_gang_env_and_dns(example: Json) -> None:
 
 
 @pytest.mark.schema
-def test_example_validates_against_argo_crd(example: Json, workflow_validator: Any) -> None:
+def test_example_validates_against_argo_crd(example: Json, workflow_validator: Validator) -> None:
     errors = [e.message for e in workflow_validator.iter_errors(example)]
     assert errors == []
 
@@ -173,7 +175,7 @@ def test_llm_pipeline_equals_render_of_example() -> None:
     [{}, {"storage_claim": None, "exporter_image": None, "cleanup": False}],
     ids=["as-render", "claim-template-no-exporter"],
 )
-def test_llm_pipeline_validates(overrides: Json, workflow_validator: Any) -> None:
+def test_llm_pipeline_validates(overrides: Json, workflow_validator: Validator) -> None:
     workflow = example_pipeline(**overrides).to_dict()
     assert [e.message for e in workflow_validator.iter_errors(workflow)] == []
 
@@ -226,7 +228,7 @@ def test_names_over_63_are_an_error(workflow: Json, step: str) -> None:
     ],
     ids=["initializer", "trainer-3", "trainer-1", "post-processor"],
 )
-def test_total_count_equals_pods(build: Any, pods: int, role: str) -> None:
+def test_total_count_equals_pods(build: Callable[[], GangStep], pods: int, role: str) -> None:
     step: GangStep = build()
     templates = {t.name: t for t in step.templates("wf", "ns")}
     pod = templates[step.name]

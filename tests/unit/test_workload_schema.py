@@ -10,11 +10,10 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 import yaml
 
-from tests.crds import crd_schema
+from tests.crds import Validator, crd_schema, validator
 from tests.versions import KUEUE_MODULE, KUEUE_VERSION
 from trainweave.adapters import kueue
 from trainweave.adapters.rolehash import PodDefaults
@@ -29,7 +28,7 @@ Json = dict[str, Any]
 
 
 @pytest.fixture(scope="module")
-def workload_validator() -> Any:
+def workload_validator() -> Validator:
     """A strict jsonschema validator for Kueue's Workload CRD, v1beta2."""
     schema = crd_schema(
         KUEUE_MODULE,
@@ -37,7 +36,7 @@ def workload_validator() -> Any:
         "config/components/crd/bases/kueue.x-k8s.io_workloads.yaml",
         "v1beta2",
     )
-    return jsonschema.Draft202012Validator(_strict(schema))
+    return validator(_strict(schema))
 
 
 def _strict(node: Any) -> Any:
@@ -56,7 +55,7 @@ def _strict(node: Any) -> Any:
     return node
 
 
-def _errors(validator: Any, doc: Any) -> list[str]:
+def _errors(validator: Validator, doc: object) -> list[str]:
     return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)]
 
 
@@ -121,7 +120,7 @@ CASES = [(name, p, PodDefaults()) for name, p in _example_pipelines()] + [
     ("pipeline", "defaults"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
 def test_workload_previews_are_schema_valid(
-    workload_validator: Any, pipeline: Pipeline, defaults: PodDefaults
+    workload_validator: Validator, pipeline: Pipeline, defaults: PodDefaults
 ) -> None:
     previews = kueue.workloads(pipeline, defaults)
     assert previews
@@ -129,13 +128,13 @@ def test_workload_previews_are_schema_valid(
         assert _errors(workload_validator, preview) == []
 
 
-def test_schema_catches_an_unknown_field(workload_validator: Any) -> None:
+def test_schema_catches_an_unknown_field(workload_validator: Validator) -> None:
     preview = copy.deepcopy(kueue.workloads(_rich_pipeline())[0])
     preview["spec"]["podSets"][0]["replicas"] = 2
     assert any("replicas" in e for e in _errors(workload_validator, preview))
 
 
-def test_schema_catches_a_bad_count(workload_validator: Any) -> None:
+def test_schema_catches_a_bad_count(workload_validator: Validator) -> None:
     preview = copy.deepcopy(kueue.workloads(_rich_pipeline())[0])
     preview["spec"]["podSets"][0]["count"] = "two"
     assert _errors(workload_validator, preview)
