@@ -165,13 +165,9 @@ def real_node(kube_api: client.ApiClient) -> str:
 
 
 @pytest.fixture
-def real_example(
-    kube: Kube, namespace: str, real_node: str
-) -> Iterator[Callable[..., tuple[Json, Json]]]:
-    """examples/real in ``namespace``: its queues (ClusterQueues prefixed by the namespace), Argo's
-    own executor Role for the emissary (the pinned module's quick-start manifests), and a hostPath
-    PersistentVolume bound ahead to the TrainJob's PVC. Returns a factory of (TrainJob, runtime)
-    with trainer env overrides."""
+def real_queues(kube: Kube, namespace: str, real_node: str) -> Iterator[None]:
+    """examples/real/queues.yaml in ``namespace`` (ClusterQueues prefixed by the namespace) and
+    Argo's own executor Role for the emissary (the pinned module's quick-start manifests)."""
     made: list[str] = []
     for obj in yaml.safe_load_all((EXAMPLE / "queues.yaml").read_text()):
         kind, meta = obj["kind"], obj["metadata"]
@@ -191,10 +187,27 @@ def real_example(
     binding = yaml.safe_load((quick / "executor-default-rolebinding.yaml").read_text())
     client.RbacAuthorizationV1Api(kube.api).create_namespaced_role(namespace, role)
     client.RbacAuthorizationV1Api(kube.api).create_namespaced_role_binding(namespace, binding)
+    yield
+    for name in made:
+        kube.delete(KUEUE, "clusterqueues", name)
 
-    tj = yaml.safe_load((EXAMPLE / "trainjob.yaml").read_text())
-    rt = yaml.safe_load((EXAMPLE / "runtime.yaml").read_text())
+
+def _real_pair(namespace: str, prefix: str = "") -> tuple[Json, Json]:
+    """examples/real/<prefix>trainjob.yaml and <prefix>runtime.yaml, moved to ``namespace``."""
+    tj = yaml.safe_load((EXAMPLE / f"{prefix}trainjob.yaml").read_text())
+    rt = yaml.safe_load((EXAMPLE / f"{prefix}runtime.yaml").read_text())
     tj["metadata"]["namespace"] = rt["metadata"]["namespace"] = namespace
+    return tj, rt
+
+
+@pytest.fixture
+def real_example(
+    kube: Kube, namespace: str, real_queues: None
+) -> Iterator[Callable[..., tuple[Json, Json]]]:
+    """examples/real in ``namespace``: its queues and Argo's executor Role (``real_queues``), and
+    a hostPath PersistentVolume bound ahead to the TrainJob's PVC. Returns a factory of
+    (TrainJob, runtime) with trainer env overrides."""
+    tj, rt = _real_pair(namespace)
     claim = f"initializer-{tj['metadata']['name']}"
     pv_name = f"{namespace}-workspace"
     kube.core.create_persistent_volume(
@@ -219,6 +232,11 @@ def real_example(
         return tj, rt
 
     yield make
-    for name in made:
-        kube.delete(KUEUE, "clusterqueues", name)
     kube.core.delete_persistent_volume(pv_name)
+
+
+@pytest.fixture
+def real_mpi_example(namespace: str, real_queues: None) -> tuple[Json, Json]:
+    """examples/real/mpi_trainjob.yaml and mpi_runtime.yaml in ``namespace``, on the queues of
+    ``real_queues`` (no volume: the MPI example keeps nothing on disk)."""
+    return _real_pair(namespace, "mpi_")

@@ -10,12 +10,12 @@ import os
 import pytest
 import yaml
 
-from tests.unit.examples import EXAMPLES, NAMES, render_example
+from tests.unit.examples import NAMES, example_files, render_example
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_example_matches_golden(name: str) -> None:
-    golden = EXAMPLES / name / "rendered.yaml"
+    golden = example_files(name)[2]
     rendered = render_example(name)
     if os.environ.get("TRAINWEAVE_REGENERATE"):
         golden.write_text(yaml.safe_dump_all(rendered, sort_keys=False))
