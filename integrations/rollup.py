@@ -79,6 +79,12 @@ class Progress:
         if wf.backoff_job:  # the controller stopped it: a step's shared backoffLimit is spent
             return "failed" if wf.terminal else "running"
         if wf.stopped_for:
+            # a suspend that landed once every step of the segment had done its work stopped
+            # nothing: the pipeline is done (as a JobSet that completed before it is Complete),
+            # and a resumed segment would have no step to run (Argo refuses an empty DAG)
+            stopped_done = wf.terminal and bool(wf.steps) and set(wf.steps) <= self.done_steps
+            if wf.stopped_for == "suspend" and stopped_done:
+                return "succeeded"
             return "stopped"
         if wf.phase == "Succeeded":
             return "succeeded"

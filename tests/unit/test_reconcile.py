@@ -522,7 +522,10 @@ def test_a_step_whose_pods_all_succeeded_before_the_stop_is_not_run_again() -> N
     """Found by the chaos test: suspended while the trainer finished, Argo had already run the
     exporter's pod to success when the Stop landed; Argo then marks the exporter's DAG node
     Failed. The step's work is done: the resumed segment must not run it again (its pods would
-    join the group's Finished Workload and stay gated forever)."""
+    join the group's Finished Workload and stay gated forever). Here every step's work is done,
+    so nothing is left to resume: the TrainJob is Complete and no segment starts (found by the
+    chaos test again: that segment's Workflow had an empty DAG, which Argo's CRD refuses with a
+    422, and the controller retried it forever)."""
     trainer = StepState("Succeeded", [Pod("node-0-0", "Succeeded", 0)], role="trainer", queue="gpu")
     exporter = StepState("Failed", [Pod("exporter-0-0", "Succeeded", 0)], queue="cpu")
     stopped = workflow(
@@ -533,8 +536,24 @@ def test_a_step_whose_pods_all_succeeded_before_the_stop_is_not_run_again() -> N
     )
     obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}), (stopped,))
     plan = reconcile.plan(obs, NOW)
-    assert plan.start is not None
-    assert plan.start.skip_steps == frozenset({"init", "trainer", "exporter"})
+    assert plan.start is None
+    assert plan.state == "Complete"
+    patch = next(r for r in plan.after_start if r.path.endswith("/status"))
+    conds = {c["type"]: c for c in (patch.body or {})["status"]["conditions"]}
+    assert (conds["Complete"]["status"], conds["Complete"]["reason"]) == (
+        "True",
+        "AllJobsCompleted",
+    )
+    # with the exporter's pod still failed-by-the-stop, it runs again in the next segment
+    exporter = StepState("Failed", [Pod("exporter-0-0", "Failed", 143)], queue="cpu")
+    stopped = workflow(
+        {"init": INIT_OK, "trainer": trainer, "exporter": exporter},
+        phase="Failed",
+        shutdown="Stop",
+        stopped_for="suspend",
+    )
+    plan = reconcile.plan(Observed(obs.trainjob, (stopped,)), NOW)
+    assert plan.start is not None and plan.start.skip_steps == frozenset({"init", "trainer"})
 
 
 def test_resuming_deletes_a_finished_workload_the_next_segment_reuses_first() -> None:
