@@ -27,7 +27,7 @@ from .kube import (
     load_manifest,
     wait_until,
 )
-from .real import EXAMPLE, NODE, ROOT, VOLUMES, Json, argo_dir
+from .real import EXAMPLE, NODE, ROOT, Json, argo_dir, workspace_volume
 from .service_account import apply_rbac, mint_token, token_kubeconfig
 
 CLUSTER_PY = Path(__file__).resolve().parents[2] / "hack" / "cluster.py"
@@ -210,21 +210,7 @@ def real_example(
     tj, rt = _real_pair(namespace)
     claim = f"initializer-{tj['metadata']['name']}"
     pv_name = f"{namespace}-workspace"
-    kube.core.create_persistent_volume(
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolume",
-            "metadata": {"name": pv_name},
-            "spec": {
-                "capacity": {"storage": "1Gi"},
-                "accessModes": ["ReadWriteOnce", "ReadWriteMany"],
-                "persistentVolumeReclaimPolicy": "Retain",
-                "storageClassName": "",
-                "claimRef": {"namespace": namespace, "name": claim},
-                "hostPath": {"path": str(VOLUMES / namespace), "type": "DirectoryOrCreate"},
-            },
-        }
-    )
+    workspace_volume(kube, namespace, pv_name, claim)
 
     def make(**env: str) -> tuple[Json, Json]:
         trainer_env = tj["spec"]["trainer"].setdefault("env", [])

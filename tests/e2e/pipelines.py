@@ -108,3 +108,16 @@ def wait_condition(kube: Kube, ns: str, ctype: str, timeout: float = 180, name: 
 
 def workflows(kube: Kube, ns: str) -> list[Json]:
     return kube.list(ARGO, "workflows", ns)  # type: ignore[no-any-return]
+
+
+# How a pipeline must end, for tests that disturb the controller and compare with an undisturbed
+# run: (example knobs, terminal condition, its reason, the Workflows the TrainJob ends with).
+ENDINGS: dict[str, tuple[Json, str, str, list[str]]] = {
+    "success": ({}, "Complete", "AllJobsCompleted", ["ft"]),
+    "max-restarts": (
+        {"nodes": 1, "max_restarts": 1, "codes": {"node": [1]}},
+        "Failed",
+        "ReachedMaxRestarts",
+        ["ft", "ft-r1"],
+    ),
+}

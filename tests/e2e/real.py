@@ -63,3 +63,23 @@ def none_admitted(kube: Kube, ns: str) -> bool:
         and not condition(wl, "Finished")
         for wl in kube.list(KUEUE, "workloads", ns)
     )
+
+
+def workspace_volume(kube: Kube, namespace: str, name: str, claim: str) -> None:
+    """A hostPath PersistentVolume ``name`` (a folder of the real node under VOLUMES) bound
+    ahead to the PVC ``claim`` of ``namespace``: the static provisioning the node offers."""
+    kube.core.create_persistent_volume(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": name},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce", "ReadWriteMany"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": "",
+                "claimRef": {"namespace": namespace, "name": claim},
+                "hostPath": {"path": str(VOLUMES / name), "type": "DirectoryOrCreate"},
+            },
+        }
+    )

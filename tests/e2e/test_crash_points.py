@@ -22,7 +22,7 @@ from kubernetes import client
 
 from .controller_proc import ControllerProc
 from .kube import KUEUE, Kube, condition, wait_until
-from .pipelines import TRAINER, apply, example, workflows
+from .pipelines import ENDINGS, TRAINER, apply, example, workflows
 from .service_account import SA_NAMESPACE
 
 pytestmark = pytest.mark.e2e
@@ -75,17 +75,7 @@ def _crash_loop(kube: Kube, ns: str, name: str, kubeconfig: Path) -> int:
 
 
 @pytest.mark.parametrize(
-    ("knobs", "state", "reason", "wfs"),
-    [
-        ({}, "Complete", "AllJobsCompleted", ["ft"]),
-        (
-            {"nodes": 1, "max_restarts": 1, "codes": {"node": [1]}},
-            "Failed",
-            "ReachedMaxRestarts",
-            ["ft", "ft-r1"],
-        ),
-    ],
-    ids=["success", "max-restarts"],
+    ("knobs", "state", "reason", "wfs"), list(ENDINGS.values()), ids=list(ENDINGS)
 )
 def test_a_crash_after_every_write_loses_nothing(
     kube: Kube,

@@ -30,7 +30,7 @@ from trainweave.labels import TRAINJOB
 
 from .kube import Kube, condition, wait_until
 from .pipelines import apply, wait_condition, workflows
-from .real import NODE, ROOT, VOLUMES, Json, logs, step_pods
+from .real import NODE, ROOT, Json, logs, step_pods, workspace_volume
 from .service_account import DEPLOY, SA_NAMESPACE, apply_rbac
 
 pytestmark = pytest.mark.e2e
@@ -170,21 +170,7 @@ def second_volume(kube: Kube, namespace: str) -> Iterator[Callable[[str], None]]
 
     def make(trainjob: str) -> None:
         name = f"{namespace}-workspace-2"
-        kube.core.create_persistent_volume(
-            {
-                "apiVersion": "v1",
-                "kind": "PersistentVolume",
-                "metadata": {"name": name},
-                "spec": {
-                    "capacity": {"storage": "1Gi"},
-                    "accessModes": ["ReadWriteOnce", "ReadWriteMany"],
-                    "persistentVolumeReclaimPolicy": "Retain",
-                    "storageClassName": "",
-                    "claimRef": {"namespace": namespace, "name": f"initializer-{trainjob}"},
-                    "hostPath": {"path": str(VOLUMES / name), "type": "DirectoryOrCreate"},
-                },
-            }
-        )
+        workspace_volume(kube, namespace, name, f"initializer-{trainjob}")
         made.append(name)
 
     yield make
