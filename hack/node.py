@@ -299,14 +299,14 @@ def cmd_up(args: argparse.Namespace) -> None:
     if (state := load()) and cluster.pid_alive(int(state["pids"].get("kubelet", 0) or 0)):
         # up already; images whose inputs changed since (examples/real, say) are rebuilt and
         # imported again, the others are only re-imported (a second or two)
-        cluster.run(sys.executable, cluster.HACK / "images.py", "load", "--address", str(SOCK))
+        cluster.run(sys.executable, HACK / "images.py", "load", "--address", str(SOCK))
         cluster.log(f"node {NODE_NAME} already up; images loaded")
         return
     t_start = time.monotonic()
     timings: dict[str, float] = {}
     ensure_packages()
     t0 = time.monotonic()
-    cluster.run("bash", cluster.HACK / "build.sh", "node")
+    cluster.run("bash", HACK / "build.sh", "node")
     timings["build"] = time.monotonic() - t0
     bin_dir = cluster.engines_dir() / "bin"
     for d in (LIB / "cni", LIB / "ipam", LIB / "kubelet", RUN, cluster.STATE / "node"):
@@ -324,7 +324,7 @@ def cmd_up(args: argparse.Namespace) -> None:
     cluster.wait_for("containerd", lambda: SOCK.exists() and _ctr("version").returncode == 0, 60)
 
     t0 = time.monotonic()
-    cluster.run(sys.executable, cluster.HACK / "images.py", "load", "--address", str(SOCK))
+    cluster.run(sys.executable, HACK / "images.py", "load", "--address", str(SOCK))
     timings["images"] = time.monotonic() - t0
 
     server = apiserver_server()

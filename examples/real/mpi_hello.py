@@ -92,6 +92,7 @@ def launch(argv: list[str]) -> None:
     if argv[:1] != ["--"] or len(argv) < 2:
         fail("usage: mpi_hello.py launch [--ssh-auth DIR] -- COMMAND...", EXIT_CONFIG)
     command = argv[1:]
+    # OpenMPI's own spelling of the variable (Trainer's MPI plugin sets it so), not ours to upper-case
     hostfile = os.environ.get("OMPI_MCA_orte_default_hostfile") or "/etc/mpi/hostfile"  # noqa: SIM112
     hosts = hostfile_hosts(hostfile)
     if not hosts:

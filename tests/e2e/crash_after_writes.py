@@ -34,6 +34,8 @@ def main() -> int:
                 os._exit(137)
         return out
 
+    # the fault is injected from outside the product: this process replaces the one method every
+    # API request goes through, before the controller is built (mypy forbids assigning methods)
     kube.KubeClient.send = counting  # type: ignore[method-assign]
     from trainweave.cli import main as cli
 
