@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainweave.adapters import argo, objects, trainer
+from trainweave.adapters.argo import objects, workflow
+from trainweave.adapters.trainjob import trainer
 from trainweave.inputs import Runtime, TrainJob
 from trainweave.model import Pipeline
 from trainweave.sshkeys import KeyPair
@@ -43,7 +44,7 @@ class Owner:
 
 @dataclass(frozen=True)
 class Options:
-    """What the render needs beyond the TrainJob and runtime (see ``argo.RenderOptions``).
+    """What the render needs beyond the TrainJob and runtime (see ``workflow.RenderOptions``).
 
     ``ssh_keys`` must be given for an MPI pipeline: its Secret holds them.
     """
@@ -69,9 +70,9 @@ def render(trainjob: TrainJob, runtime: Runtime, options: Options = Options()) -
 
 def objects_of(pipeline: Pipeline, options: Options = Options()) -> list[Json]:
     """The Workflow, then Service, ConfigMaps, PVCs and the MPI Secret of ``pipeline``."""
-    out = argo.render(
+    out = workflow.render(
         pipeline,
-        argo.RenderOptions(
+        workflow.RenderOptions(
             exit_cleanup=options.exit_cleanup,
             service_account=options.service_account,
             segment=options.segment,

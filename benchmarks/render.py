@@ -2,7 +2,7 @@
 
 Prints (one core, best of a few repeats, with the load average at each step):
 
-- renders/s of translate+render (``to_pipeline`` + ``argo.render``, inputs parsed once) and
+- renders/s of translate+render (``to_pipeline`` + ``workflow.render``, inputs parsed once) and
   of serialisation (``trainweave.yamlout`` as the CLI does; ``json.dumps`` for reference),
   and how many ``json.dumps`` of the same manifests one full render costs;
 - KFP's compiler (``kfp==2.17.3``) on an equivalent 3-step pipeline (initializer -> trainer
@@ -189,13 +189,13 @@ def main() -> int:
     os.sched_setaffinity(0, {args.cpu})
 
     from trainweave import yamlout
-    from trainweave.adapters import argo
-    from trainweave.adapters.trainer import to_pipeline
+    from trainweave.adapters.argo import workflow
+    from trainweave.adapters.trainjob.trainer import to_pipeline
     from trainweave.inputs import parse_runtime, parse_trainjob
 
     job = parse_trainjob(yaml.safe_load(TRAINJOB.read_text()))
     runtime = parse_runtime(yaml.safe_load(RUNTIME.read_text()))
-    manifests = argo.render(to_pipeline(job, runtime))
+    manifests = workflow.render(to_pipeline(job, runtime))
 
     def dump(docs: list[dict[str, Any]]) -> str:
         return yamlout.dump_all(docs)  # what `trainweave render` writes
@@ -203,10 +203,10 @@ def main() -> int:
     assert list(yaml.safe_load_all(dump(manifests))) == manifests
 
     def full() -> None:
-        dump(argo.render(to_pipeline(job, runtime)))
+        dump(workflow.render(to_pipeline(job, runtime)))
 
     def full_json() -> None:
-        json.dumps(argo.render(to_pipeline(job, runtime)))
+        json.dumps(workflow.render(to_pipeline(job, runtime)))
 
     print(f"machine: {machine()}")
     print(
@@ -215,7 +215,7 @@ def main() -> int:
         f"yaml C dumper {'yes' if getattr(yaml, '__with_libyaml__', False) else 'no'}"
     )
     print(f"date: {time.strftime('%Y-%m-%d %H:%M %Z')}; core {args.cpu}; {load()}")
-    translate = rate(lambda: argo.render(to_pipeline(job, runtime)), seconds, repeats)
+    translate = rate(lambda: workflow.render(to_pipeline(job, runtime)), seconds, repeats)
     print(f"translate+render:      {translate:8.0f} /s  ({1e3 / translate:.2f} ms)  [{load()}]")
     dump_yaml = rate(lambda: dump(manifests), seconds, repeats)
     print(f"serialise (yaml):      {dump_yaml:8.0f} /s  ({1e3 / dump_yaml:.2f} ms)  [{load()}]")

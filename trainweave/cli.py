@@ -60,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("-o", "--output", choices=("table", "yaml"), default="table")
     plan.set_defaults(handler=_plan)
     try:
-        from trainweave.integrations.commands import add_commands
+        from trainweave.integrations.commands.wiring import add_commands
     except ImportError:  # the controller package is optional at this layer
         pass
     else:
@@ -112,7 +112,7 @@ def load(trainjob_file: str, runtime_files: Sequence[str]) -> tuple[TrainJob, Ru
 
 def pipeline_of(args: argparse.Namespace) -> Any:
     """Load the inputs and translate them, attributing errors to their files."""
-    from trainweave.adapters.trainer import to_pipeline
+    from trainweave.adapters.trainjob.trainer import to_pipeline
 
     job, runtime = load(args.trainjob, args.runtime)
     runtime_file = next(
@@ -165,18 +165,18 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from trainweave.adapters import kueue
+    from trainweave.adapters.kueue import workloads
     from trainweave.queues import parse_queues
 
     pipeline = pipeline_of(args)
     queues = parse_queues([d for f in args.queues for d in documents(f)])
     durations = _durations(args.duration)
-    result = kueue.plan(pipeline, queues, durations or None)
+    result = workloads.plan(pipeline, queues, durations or None)
     if args.output == "yaml":
-        _emit(kueue.workloads(pipeline), "yaml")
+        _emit(workloads.workloads(pipeline), "yaml")
     else:
-        print(kueue.format_plan(result))
-    return int(kueue.plan_exit_code(result))
+        print(workloads.format_plan(result))
+    return int(workloads.plan_exit_code(result))
 
 
 def _durations(pairs: Sequence[str]) -> dict[str, float]:

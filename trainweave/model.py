@@ -2,8 +2,8 @@
 
 A Pipeline is an ordered DAG of Steps. A Step is what Kueue admits as one pod
 group: one or more Jobs (runtime replicatedJobs joined by ``Ready`` edges), each
-a number of identical pods. ``adapters.trainer`` builds it from a TrainJob and
-its runtime; ``adapters.argo`` renders it to a Workflow; ``adapters.kueue``
+a number of identical pods. ``adapters.trainjob.trainer`` builds it from a TrainJob and
+its runtime; ``adapters.argo.workflow`` renders it to a Workflow; ``adapters.kueue.workloads``
 previews the Workloads it becomes.
 
 Pod specs stay as Kubernetes wire dicts (camelCase), already validated against

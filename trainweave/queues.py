@@ -9,7 +9,7 @@ errors naming the file and field path. v1beta1 differs only in ClusterQueue:
 ``Preempt``. Quantities are checked with the CRD's quantity pattern. The CRD's
 CEL rules that matter for quota (borrowingLimit needs a cohort, one quota per
 covered resource in order) are checked too. ``parse_queues`` gathers the
-objects of several files into a ``QueueSet``; ``adapters.kueue.plan`` reads it.
+objects of several files into a ``QueueSet``; ``adapters.kueue.workloads.plan`` reads it.
 """
 
 from __future__ import annotations

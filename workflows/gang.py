@@ -3,8 +3,8 @@
 A :class:`GangStep` is a trainweave ``Step`` holding one ``Job``
 (``trainweave.model``): ``pods`` identical pods on one ``queue``. Calling it
 inside a Hera ``DAG`` adds to the enclosing Workflow exactly the templates
-``trainweave render`` makes for a step (``adapters.argo``, through
-``adapters.argo``) and returns the DAG task that runs the step:
+``trainweave render`` makes for a step (``adapters.argo.workflow``, through
+``adapters.argo.workflow``) and returns the DAG task that runs the step:
 
 - ``step-<name>``: a DAG with one task per pod, ``<name>-<replica>-<index>``;
 - ``<name>``: the pod's containerSet template (the container keeps its
@@ -12,7 +12,7 @@ inside a Hera ``DAG`` adds to the enclosing Workflow exactly the templates
   and pod group
   (``kueue.x-k8s.io/pod-group-name`` = ``<workflow>-<name>-a0``, 63 characters
   at most), its annotation ``kueue.x-k8s.io/pod-group-total-count`` = pods, a
-  ``retryStrategy`` from the RetryPolicy (``adapters.retry``) and, with
+  ``retryStrategy`` from the RetryPolicy (``adapters.argo.retry``) and, with
   ``dns``, JobSet's hostname ``<workflow>-<name>-<replica>-<index>`` and the
   subdomain (default: the Workflow's name);
 - with ``service``, a ``service`` task in the step's DAG applying the headless
@@ -43,8 +43,11 @@ import yaml
 from hera.workflows import Task, Workflow
 from hera.workflows import models as m
 
-from trainweave.adapters import argo, mlpolicy, names, objects
-from trainweave.adapters.jobspec import DEFAULT_BACKOFF_LIMIT
+from trainweave.adapters import names
+from trainweave.adapters.argo import objects
+from trainweave.adapters.argo import workflow as argo
+from trainweave.adapters.trainjob import mlpolicy
+from trainweave.adapters.trainjob.jobspec import DEFAULT_BACKOFF_LIMIT
 from trainweave.labels import Ancestor, StepRole
 from trainweave.model import HeadlessService, Job, Pipeline, RetryPolicy, Step
 from trainweave.workflows import context
@@ -116,7 +119,7 @@ class GangStep:
         )
 
     def pipeline(self, workflow: str, namespace: str | None = None) -> Pipeline:
-        """A one-step Pipeline, the unit ``adapters.argo`` renders."""
+        """A one-step Pipeline, the unit ``adapters.argo.workflow`` renders."""
         return pipeline_of([self], workflow, namespace)
 
     def group_name(self, workflow: str) -> str:

@@ -19,8 +19,8 @@ from hera.workflows import ConfigMapEnv, Env, FieldEnv, ResourceEnv, Resources, 
 from hera.workflows import models as m
 from pydantic import BaseModel
 
-from trainweave.adapters import mlpolicy
-from trainweave.adapters.jobspec import DEFAULT_BACKOFF_LIMIT
+from trainweave.adapters.trainjob import mlpolicy
+from trainweave.adapters.trainjob.jobspec import DEFAULT_BACKOFF_LIMIT
 from trainweave.labels import Ancestor, StepRole
 from trainweave.model import RetryPolicy
 from trainweave.workflows.gang import GangStep

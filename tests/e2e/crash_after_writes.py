@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import sys
 
-from trainweave.integrations import api, kube
+from trainweave.integrations.cluster import kube
+from trainweave.integrations.views import api
 
 UNCOUNTED = {api.LEASE.plural, api.EVENT.plural}
 

@@ -2,7 +2,7 @@
 node of hack/node.py, the kubelet kills its containers, Argo's retry brings the step back.
 
 examples/real runs at low priority (the TrainJob's ``kueue.x-k8s.io/priority-class`` label,
-which ``adapters.trainer`` puts on every step's pods and so on each step Workload's
+which ``adapters.trainjob.trainer`` puts on every step's pods and so on each step Workload's
 ``priorityClassRef``), its trainer slowed by STEP_SLEEP_SECONDS. Its trainer-cq gets
 ``withinClusterQueue: LowerPriority`` and a quota that fits the trainer step or one urgent pod,
 not both. Once both trainer containers run, a high-priority Kueue-managed pod arrives: Kueue

@@ -19,9 +19,10 @@ import pytest
 import yaml
 from kubernetes import utils
 
-from trainweave.adapters import argo, kueue
-from trainweave.adapters.podsets import effective_requests
-from trainweave.adapters.trainer import to_pipeline
+from trainweave.adapters.argo import workflow as argo
+from trainweave.adapters.kueue import workloads
+from trainweave.adapters.kueue.podsets import effective_requests
+from trainweave.adapters.trainjob.trainer import to_pipeline
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.quantity import parse as parse_quantity
 
@@ -145,7 +146,7 @@ def test_llm_finetune_render_runs_one_gang_per_step(
 
 
 def kube_previews(pipeline: Any) -> list[dict[str, Any]]:
-    return kueue.workloads(pipeline)
+    return workloads.workloads(pipeline)
 
 
 def charged(wl: dict[str, Any]) -> dict[str, Decimal]:

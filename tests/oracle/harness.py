@@ -3,7 +3,7 @@
 Cases are every runtime of the pinned Trainer module's catalog (``manifests/base/runtimes``,
 read from the Go module cache) x the TrainJobs the Kubeflow SDK 0.5 sends for it (made by the
 SDK itself, ``sdk_trainjobs.py``). Upstream's answer comes from ``hack/oracle`` (built by
-``hack/build.sh oracle``); trainweave's from ``adapters.trainer.to_pipeline``. ``differences``
+``hack/build.sh oracle``); trainweave's from ``adapters.trainjob.trainer.to_pipeline``. ``differences``
 compares, per replicatedJob, the pod count and the pod template (containers, volumes and the
 pod-level fields), and whether each side accepts the case.
 """
@@ -24,7 +24,7 @@ import yaml
 from tests.crds import module_dir
 from tests.versions import PINS
 from trainweave.adapters import render
-from trainweave.adapters.trainer import to_pipeline
+from trainweave.adapters.trainjob.trainer import to_pipeline
 from trainweave.errors import InputErrors
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.quantity import parse

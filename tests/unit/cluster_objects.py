@@ -3,7 +3,7 @@
 Workflow status nodes follow Argo v4 (``<wf>`` root DAG, ``<wf>.<step>`` step
 DAG, ``<wf>.<step>.<pod>`` Retry, ``...(<n>)`` Pod attempts with string
 ``outputs.exitCode``); Workloads follow Kueue v1beta2; pods carry the labels
-``adapters.argo`` renders.
+``adapters.argo.workflow`` renders.
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def workflow(
                     **({"message": f"{ctr}: Error (exit code {code}): "} if code else {}),
                 }
         slots = sorted({pod.slot for pod in st.pods})
-        templates.append(  # the step's DAG: one task per pod slot, as adapters.argo renders it
+        templates.append(  # the step's DAG: one task per pod slot, as adapters.argo.workflow renders it
             {
                 "name": f"step-{sname}",
                 "dag": {"tasks": [{"name": x, "template": rjob} for x in slots]},

@@ -18,12 +18,13 @@ import pytest
 from tests.builders import make_runtime, make_trainjob
 from tests.unit.cluster_objects import Pod, StepState, trainjob, workflow
 from trainweave import labels as L
-from trainweave.adapters import argo, retry
-from trainweave.adapters.trainer import to_pipeline
+from trainweave.adapters.argo import retry
+from trainweave.adapters.argo import workflow as argo
+from trainweave.adapters.trainjob.trainer import to_pipeline
 from trainweave.inputs import parse_runtime, parse_trainjob
-from trainweave.integrations import reconcile
-from trainweave.integrations.argo_view import view
-from trainweave.integrations.rollup import Observed, rollup
+from trainweave.integrations.views import reconcile
+from trainweave.integrations.views.argo_view import view
+from trainweave.integrations.views.rollup import Observed, rollup
 from trainweave.model import ExitCodeRule, RetryPolicy
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)

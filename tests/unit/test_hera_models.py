@@ -19,7 +19,7 @@ def test_render_path_skips_heras_rest_clients() -> None:
         _run(
             """
         import sys
-        from trainweave.adapters import argo
+        from trainweave.adapters.argo import workflow
         print("requests" in sys.modules, "hera.workflows.service" in sys.modules)
         """
         )
@@ -31,11 +31,11 @@ def test_hera_workflows_still_works_after_and_shares_the_models() -> None:
     assert (
         _run(
             """
-        from trainweave.adapters import argo
+        from trainweave.adapters.argo import workflow
         from hera.workflows import Container, Workflow, models
         with Workflow(name="w", entrypoint="c") as w:
             Container(name="c", image="busybox")
-        print(models is argo.m, w.to_dict()["spec"]["templates"][0]["container"]["image"])
+        print(models is workflow.m, w.to_dict()["spec"]["templates"][0]["container"]["image"])
         """
         )
         == "True busybox"

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from trainweave.integrations import api, slim
-from trainweave.integrations.informer import Informer, WorkQueue
+from trainweave.integrations.cluster.informer import Informer, WorkQueue
+from trainweave.integrations.views import api, slim
 
 Json = dict[str, Any]
 

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from trainweave.adapters import kueue, names
-from trainweave.adapters.podsets import effective_requests, pod_roles
-from trainweave.adapters.rolehash import (
+from trainweave.adapters import names
+from trainweave.adapters.kueue import workloads
+from trainweave.adapters.kueue.podsets import effective_requests, pod_roles
+from trainweave.adapters.kueue.rolehash import (
     PodDefaults,
     admitted_pod_spec,
     canonical_quantity,
@@ -268,7 +269,7 @@ def _pipeline(*steps: Step, attempt: int = 0) -> Pipeline:
 
 def test_workload_of_a_step() -> None:
     step = Step("trainer", StepRole.TRAINER, (_job("node", 2, {"nvidia.com/gpu": "8"}),), "gpu")
-    (wl,) = kueue.workloads(_pipeline(step, attempt=1))
+    (wl,) = workloads.workloads(_pipeline(step, attempt=1))
     podset = wl["spec"]["podSets"][0]
     assert wl["apiVersion"] == "kueue.x-k8s.io/v1beta2"
     assert wl["kind"] == "Workload"
@@ -339,7 +340,7 @@ def test_merged_role_names_both_jobs() -> None:
 )
 def test_priority_class(priorities: dict[str, int], expected: Json) -> None:
     step = Step("s", StepRole.TRAINER, (_job("a", 1, {"cpu": "1"}),), "q", priority_class="high")
-    (wl,) = kueue.workloads(_pipeline(step), PodDefaults(priorities=priorities))
+    (wl,) = workloads.workloads(_pipeline(step), PodDefaults(priorities=priorities))
     got = {k: wl["spec"][k] for k in ("priorityClassRef", "priority") if k in wl["spec"]}
     assert got == expected
 
@@ -416,5 +417,5 @@ def test_workloads_do_not_share_state() -> None:
     step = Step("s", StepRole.AUXILIARY, (_job("a", 1, {"cpu": "1"}),), "q")
     pipeline = _pipeline(step)
     before = copy.deepcopy(step.jobs[0].pod_template)
-    assert kueue.workloads(pipeline) == kueue.workloads(pipeline)
+    assert workloads.workloads(pipeline) == workloads.workloads(pipeline)
     assert step.jobs[0].pod_template == before

@@ -1,5 +1,5 @@
 """deploy/prometheus-rules.yaml and deploy/grafana-dashboard.json read only series that exist:
-the controller's metrics (integrations/metrics.py), the rules' own records, or Kueue's own
+the controller's metrics (integrations/cluster/metrics.py), the rules' own records, or Kueue's own
 (``kueue_*``). The rules' behaviour is tested by promtool (`make promtool`)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from trainweave.integrations.metrics import Metrics
+from trainweave.integrations.cluster.metrics import Metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from trainweave.adapters.kueue import Fit, format_plan, plan, plan_errors, plan_exit_code
+from trainweave.adapters.kueue.workloads import Fit, format_plan, plan, plan_errors, plan_exit_code
 from trainweave.labels import StepRole
 from trainweave.model import Job, Pipeline, RetryPolicy, Step
 from trainweave.queues import QueueSet, parse_queues

@@ -42,9 +42,9 @@ from typing import Any, NamedTuple
 import pytest
 
 from tests.builders import RuntimeBuilder, make_runtime, make_trainjob
-from trainweave.adapters import policies
-from trainweave.adapters.policies import torchtune
-from trainweave.adapters.policies.base import Context
+from trainweave.adapters.trainjob import policies
+from trainweave.adapters.trainjob.policies import torchtune
+from trainweave.adapters.trainjob.policies.base import Context
 from trainweave.errors import InputError
 from trainweave.inputs import TrainJob, parse_runtime, parse_trainjob
 from trainweave.labels import Ancestor

@@ -5,7 +5,7 @@ upstream's ``runtime.Info`` becomes a runtime document whose trainer PodSet coun
 ``mlPolicy.numNodes``, the trainer PodSet ``Count`` after EnforceMLPolicy is
 ``Context.num_nodes``). A PodSet here is one replicatedJob; its ``Count`` is what the policy's
 ``enforce`` returns for it, else ``Context.num_nodes`` for the trainer ancestor, else the
-runtime's (as ``adapters.trainer`` takes it). Ported from
+runtime's (as ``adapters.trainjob.trainer`` takes it). Ported from
 ``github.com/kubeflow/trainer/v2@v2.3.0/pkg/runtime/framework/plugins``:
 
 - ``torch/torch_test.go``: TestTorchEnforceMLPolicy (25 cases), TestTorchValidate
@@ -20,7 +20,7 @@ Where a case differs:
 - TestTorchEnforceMLPolicy "envInjection target container does not exist" / "... target job does
   not exist": upstream's EnforceMLPolicy returns the error after setting the node container;
   trainweave reports the same message from ``validate`` (on ``spec.runtimeRef``, as upstream's
-  Validate does), which ``adapters.trainer`` runs before any ``enforce``; ``enforce`` skips the
+  Validate does), which ``adapters.trainjob.trainer`` runs before any ``enforce``; ``enforce`` skips the
   missing target. Both halves are asserted.
 - The torchtune cases ("multi-devices ...", "single-device ...", "multi-nodes full fine-tuning
   with torchtune", "envInjection with torchtune command"): upstream's table asserts the env and
@@ -28,7 +28,7 @@ Where a case differs:
   asserted too, as torch.go and torchtune.go compute it.
 - "envInjection with sidecar (regular container)" and "... multiple targets in different jobs
   ...": the runtime pod has two regular containers; ported on the policy (what
-  ``adapters.trainer`` then does with a second regular container is not the policy's concern).
+  ``adapters.trainjob.trainer`` then does with a second regular container is not the policy's concern).
 - Counts the tables leave as given (the launcher's, and the node's without TrainJob
   ``numNodes``) are pinned with other values by ``test_mpi_keeps_runtime_counts``, from
   mpi.go and trainingruntime.go (not an upstream table).
@@ -41,7 +41,7 @@ Where a case differs:
   for torch and xgboost.
 - "multi-node multi-GPU training with complete info": its extra ``runtime.Info`` labels
   (``app``, ``env``) have no counterpart and are not asserted.
-- TestPlainML: PlainML's trainer env and pod count are applied by ``adapters.trainer`` (Plain's
+- TestPlainML: PlainML's trainer env and pod count are applied by ``adapters.trainjob.trainer`` (Plain's
   ``enforce`` does nothing), so its two TrainJob cases run ``to_pipeline``.
 
 Not ported:
@@ -68,13 +68,13 @@ import pytest
 
 from tests.builders import RuntimeBuilder, make_runtime, make_trainjob
 from tests.unit.test_policies_upstream import CTR, Err, _check_errors, _context
-from trainweave.adapters import mlpolicy, policies, validate
-from trainweave.adapters.policies import torchtune
-from trainweave.adapters.policies.jax import Jax
-from trainweave.adapters.policies.mpi import MPI
-from trainweave.adapters.policies.plain import Plain
-from trainweave.adapters.policies.torch import Torch
-from trainweave.adapters.trainer import to_pipeline
+from trainweave.adapters.trainjob import mlpolicy, policies, validate
+from trainweave.adapters.trainjob.policies import torchtune
+from trainweave.adapters.trainjob.policies.jax import Jax
+from trainweave.adapters.trainjob.policies.mpi import MPI
+from trainweave.adapters.trainjob.policies.plain import Plain
+from trainweave.adapters.trainjob.policies.torch import Torch
+from trainweave.adapters.trainjob.trainer import to_pipeline
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.labels import TRAINJOB_ANCESTOR, Ancestor
 

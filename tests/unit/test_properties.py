@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from tests.builders import make_runtime, make_trainjob
 from tests.crds import Validator
-from trainweave.adapters import argo
-from trainweave.adapters.trainer import to_pipeline
+from trainweave.adapters.argo import workflow
+from trainweave.adapters.trainjob.trainer import to_pipeline
 from trainweave.inputs import parse_runtime, parse_trainjob
 
 Json = dict[str, Any]
@@ -57,7 +57,7 @@ def inputs(draw: st.DrawFn) -> tuple[Json, Json]:
 
 
 def _render(tj: Json, rt: Json) -> list[Json]:
-    return argo.render(to_pipeline(parse_trainjob(tj), parse_runtime(rt)))
+    return workflow.render(to_pipeline(parse_trainjob(tj), parse_runtime(rt)))
 
 
 @pytest.mark.schema
@@ -79,7 +79,7 @@ def test_any_valid_input_renders_a_schema_valid_workflow(
 def test_group_total_count_is_the_pods_of_the_step(pair: tuple[Json, Json]) -> None:
     tj, rt = pair
     pipeline = to_pipeline(parse_trainjob(tj), parse_runtime(rt))
-    templates = {t["name"]: t for t in argo.render(pipeline)[0]["spec"]["templates"]}
+    templates = {t["name"]: t for t in workflow.render(pipeline)[0]["spec"]["templates"]}
     for step in pipeline.steps:
         tasks = templates[f"step-{step.name}"]["dag"]["tasks"]
         assert len(tasks) == step.pods

@@ -20,8 +20,15 @@ from tests.unit.cluster_objects import (
 )
 from trainweave import cli
 from trainweave import labels as L
-from trainweave.integrations import api, quota, status_cli
-from trainweave.integrations.queues_view import UNKNOWN, Cluster, format_table, queues_view, to_json
+from trainweave.integrations.commands import status_cli
+from trainweave.integrations.views import api, quota
+from trainweave.integrations.views.queues_view import (
+    UNKNOWN,
+    Cluster,
+    format_table,
+    queues_view,
+    to_json,
+)
 
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
 GPU16 = {"cpu": "64", "nvidia.com/gpu": "16"}

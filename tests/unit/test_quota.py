@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pytest
 
 from tests.unit.cluster_objects import T0, Json, workload
-from trainweave.integrations import quota
+from trainweave.integrations.views import quota
 
 NOW = datetime(2026, 11, 1, 11, 0, tzinfo=timezone.utc)
 INFO = {"step": "trainer", "role": "trainer", "attempt": 0}

@@ -130,7 +130,7 @@ def free_port() -> int:
 
 
 def torch_env(base: dict[str, str], node_rank: int, port: int, nnodes: int = 2) -> dict[str, str]:
-    """The PET_* env adapters/mlpolicy.py gives node pods, on loopback."""
+    """The PET_* env adapters/trainjob/mlpolicy.py gives node pods, on loopback."""
     return {
         **base,
         "PET_NNODES": str(nnodes),
@@ -272,7 +272,7 @@ def test_step_sleep_stretches_the_run_and_sigterm_kills_it_mid_run(
 ) -> None:
     """STEP_SLEEP_SECONDS pauses after each step (tests/e2e/test_real_preempt.py preempts such a
     run); SIGTERM mid-run kills the process with the signal, which the kubelet reports as exit
-    code 143, the code Argo's retry expression treats as a disruption (adapters/retry.py)."""
+    code 143, the code Argo's retry expression treats as a disruption (adapters/argo/retry.py)."""
     env = {
         **torch_env(initialized, 0, free_port(), nnodes=1),
         "TRAIN_STEPS": "4",

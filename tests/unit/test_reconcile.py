@@ -12,9 +12,9 @@ from tests.builders import make_runtime, make_trainjob
 from tests.unit.cluster_objects import T0, Pod, StepState, pod, trainjob, workflow, workload
 from trainweave.adapters import render
 from trainweave.inputs import parse_runtime, parse_trainjob
-from trainweave.integrations import api, reconcile
-from trainweave.integrations.executor import Executor
-from trainweave.integrations.rollup import Observed
+from trainweave.integrations.cluster.executor import Executor
+from trainweave.integrations.views import api, reconcile
+from trainweave.integrations.views.rollup import Observed
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
 Json = dict[str, Any]
@@ -484,7 +484,7 @@ def test_resumed_segment_workload_is_not_released_for_the_stopped_one() -> None:
     ],
 )
 def test_request_resource_for_metrics_and_cache(path: str, resource: str, subresource: str) -> None:
-    from trainweave.integrations.metrics import resource_of, subresource_of
+    from trainweave.integrations.cluster.metrics import resource_of, subresource_of
 
     assert (resource_of(path), subresource_of(path)) == (resource, subresource)
 

@@ -15,9 +15,9 @@ import pytest
 
 from tests.unit.cluster_objects import Pod, StepState, trainjob, workflow
 from trainweave import labels as L
-from trainweave.integrations import reconcile
-from trainweave.integrations.argo_view import refused
-from trainweave.integrations.rollup import Observed, rollup
+from trainweave.integrations.views import reconcile
+from trainweave.integrations.views.argo_view import refused
+from trainweave.integrations.views.rollup import Observed, rollup
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
 Json = dict[str, Any]

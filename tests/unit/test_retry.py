@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainweave.adapters.retry import REQUEUE_ALLOWANCE, retry_expression, retry_strategy
+from trainweave.adapters.argo.retry import REQUEUE_ALLOWANCE, retry_expression, retry_strategy
 from trainweave.model import ExitCodeRule, RetryPolicy
 
 ERR = (

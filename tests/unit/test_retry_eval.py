@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.versions import ARGO_VERSION
-from trainweave.adapters.retry import retry_expression
+from trainweave.adapters.argo.retry import retry_expression
 from trainweave.model import ExitCodeRule, RetryPolicy
 
 pytestmark = pytest.mark.schema

@@ -11,8 +11,8 @@ import yaml
 from tests.unit.cluster_objects import T0, Json, Pod, StepState, pod, trainjob, workflow
 from tests.unit.examples import render_example
 from trainweave import labels as L
-from trainweave.integrations.argo_view import decode_nodes, view
-from trainweave.integrations.rollup import (
+from trainweave.integrations.views.argo_view import decode_nodes, view
+from trainweave.integrations.views.rollup import (
     MAX_MESSAGE,
     Observed,
     Status,

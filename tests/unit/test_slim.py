@@ -1,4 +1,4 @@
-"""The caches' kept fields (integrations.slim): the reconcile decides the same on slim objects."""
+"""The caches' kept fields (integrations.views.slim): the reconcile decides the same on slim objects."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from tests.unit.cluster_objects import Pod, StepState, pod, trainjob, workflow, workload
-from trainweave.integrations import reconcile, slim
-from trainweave.integrations.argo_view import view
-from trainweave.integrations.rollup import Observed, jobs_status
+from trainweave.integrations.views import reconcile, slim
+from trainweave.integrations.views.argo_view import view
+from trainweave.integrations.views.rollup import Observed, jobs_status
 
 Json = dict[str, Any]
 NOW = datetime(2026, 11, 1, 10, 10, tzinfo=timezone.utc)

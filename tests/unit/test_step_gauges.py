@@ -9,9 +9,9 @@ import pytest
 from prometheus_client import generate_latest
 
 from tests.unit.cluster_objects import T0, Pod, StepState, pod, trainjob, workflow, workload
-from trainweave.integrations import quota, reconcile
-from trainweave.integrations.metrics import Metrics
-from trainweave.integrations.rollup import Observed
+from trainweave.integrations.cluster.metrics import Metrics
+from trainweave.integrations.views import quota, reconcile
+from trainweave.integrations.views.rollup import Observed
 
 NOW = datetime(2026, 11, 1, 10, 30, tzinfo=timezone.utc)
 INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", 0)])

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from tests.builders import make_runtime, make_trainjob
-from trainweave.adapters.trainer import to_pipeline
+from trainweave.adapters.trainjob.trainer import to_pipeline
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.labels import StepRole
 from trainweave.model import Pipeline

@@ -19,8 +19,8 @@ from hera.workflows import DAG, Container, Task, Workflow
 from tests.crds import Validator
 from tests.unit.examples import EXAMPLES
 from trainweave import labels as L
-from trainweave.adapters import argo
-from trainweave.adapters.trainer import to_pipeline
+from trainweave.adapters.argo import workflow
+from trainweave.adapters.trainjob.trainer import to_pipeline
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.workflows import (
     GangStep,
@@ -151,7 +151,7 @@ def test_llm_pipeline_equals_render_of_example() -> None:
     folder = EXAMPLES / "llm-finetune"
     job = parse_trainjob(yaml.safe_load((folder / "trainjob.yaml").read_text()))
     runtime = parse_runtime(yaml.safe_load((folder / "runtime.yaml").read_text()))
-    rendered = argo.workflow(to_pipeline(job, runtime))
+    rendered = workflow.workflow(to_pipeline(job, runtime))
     ours = example_pipeline().to_dict()
     # Documented differences: the Workflow applies its own Service; Hera's DAG also
     # writes the template-level failFast (the same as dag.failFast).

@@ -15,9 +15,9 @@ import yaml
 
 from tests.crds import Validator, crd_schema, validator
 from tests.versions import KUEUE_MODULE, KUEUE_VERSION
-from trainweave.adapters import kueue
-from trainweave.adapters.rolehash import PodDefaults
-from trainweave.adapters.trainer import to_pipeline
+from trainweave.adapters.kueue import workloads
+from trainweave.adapters.kueue.rolehash import PodDefaults
+from trainweave.adapters.trainjob.trainer import to_pipeline
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.labels import StepRole
 from trainweave.model import Job, Pipeline, RetryPolicy, Step
@@ -122,19 +122,19 @@ CASES = [(name, p, PodDefaults()) for name, p in _example_pipelines()] + [
 def test_workload_previews_are_schema_valid(
     workload_validator: Validator, pipeline: Pipeline, defaults: PodDefaults
 ) -> None:
-    previews = kueue.workloads(pipeline, defaults)
+    previews = workloads.workloads(pipeline, defaults)
     assert previews
     for preview in previews:
         assert _errors(workload_validator, preview) == []
 
 
 def test_schema_catches_an_unknown_field(workload_validator: Validator) -> None:
-    preview = copy.deepcopy(kueue.workloads(_rich_pipeline())[0])
+    preview = copy.deepcopy(workloads.workloads(_rich_pipeline())[0])
     preview["spec"]["podSets"][0]["replicas"] = 2
     assert any("replicas" in e for e in _errors(workload_validator, preview))
 
 
 def test_schema_catches_a_bad_count(workload_validator: Validator) -> None:
-    preview = copy.deepcopy(kueue.workloads(_rich_pipeline())[0])
+    preview = copy.deepcopy(workloads.workloads(_rich_pipeline())[0])
     preview["spec"]["podSets"][0]["count"] = "two"
     assert _errors(workload_validator, preview)

@@ -1,0 +1,1 @@
+"""Argo out: a Pipeline -> the Workflow and the objects beside it. Pure."""

@@ -1,0 +1,182 @@
+"""RetryPolicy (batch Job semantics) -> Argo ``retryStrategy``.
+
+Pure. Argo (v4.0.7 ``workflow/controller/operator.go`` processNodeRetries)
+retries a node while ``len(children) <= limit`` and, if an ``expression`` is
+set, only while it is true; the expression sees strings ``retries`` (index of
+the last attempt), ``lastRetry.exitCode``, ``lastRetry.status``,
+``lastRetry.message``.
+
+Exit codes are read from ``lastRetry.message``: step pods are containerSet
+templates (the runtime's container names kept), and Argo fills
+``outputs.exitCode`` (so ``lastRetry.exitCode``) only from a container named
+``main`` (operator.go getExitCode; ``-1`` otherwise). A failed pod's node
+message is ``<container>: <reason> (exit code N)[: <termination message>]``
+(operator.go inferFailedReason), or the pod's own status message when it has
+one (eviction), which names no exit code and so matches no exit-code rule,
+as a Job's podFailurePolicy matches only terminated containers.
+
+- podFailurePolicy rules become a ternary chain in rule order (first match
+  wins): ``FailJob`` -> false, ``Ignore`` -> true, ``Count`` -> budget check;
+  a rule's ``containerName`` must lead the message;
+- a pod of several containers (``RetryPolicy.judged``): the message names one of
+  them, so the pod retries up to ``limit`` with no expression and the controller
+  judges each failed attempt by every container's exit code (``judge``, the Job
+  controller's ``matchPodFailurePolicy``) and stops the step;
+- no rule matched -> ``Count``: ``asInt(retries) < budget``;
+- a disrupted pod is retried without counting (unless a ``DisruptionTarget`` rule says
+  otherwise), so a preempted step comes back, as a Kueue-suspended Job's pods never count: a node
+  in ``Error`` (pod deleted, executor failure) or a main container that exited 143 (SIGTERM: Kueue
+  preemption, eviction, drain); Argo reports nothing else about preemption (docs/engines.md);
+- ``limit`` = budget + REQUEUE_ALLOWANCE, the most disruption retries a pod gets;
+- backoff is the Job controller's: 10s doubling, capped at 6m; the Job's
+  ``activeDeadlineSeconds`` becomes ``maxDuration`` (it spans all attempts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from trainweave.adapters.argo.hera_models import models as m
+from trainweave.model import ExitCodeRule, RetryPolicy
+
+Json = dict[str, Any]
+REQUEUE_ALLOWANCE = 10
+# inferFailedReason's message, ``{codes}`` a regexp of exit codes; brackets, not backslashes, so
+# the same text is a Go regexp (expr-lang ``matches``) and a Python one (integrations.views.argo_view).
+EXIT_CODE_MESSAGE = "^[^:]+: [^(]*[(]exit code ({codes})[)]"
+
+
+def exit_code_in(codes: str, container: str | None = None) -> str:
+    """expr-lang test: the last attempt's failed container (``container`` if named: a DNS
+    label, no regexp metacharacters) exited with one of ``codes`` (regexp)."""
+    pattern = EXIT_CODE_MESSAGE.format(codes=codes)
+    if container is not None:
+        pattern = pattern.replace("[^:]+", container, 1)
+    return f"lastRetry.message matches '{pattern}'"
+
+
+# A disrupted pod: Argo marks a vanished pod (or one that failed before main started) Error; a pod
+# Kueue preempts gets SIGTERM, and Argo only sees exit code 143 (docs/engines.md, Preemption).
+_DISRUPTED = f"lastRetry.status == 'Error' || {exit_code_in('143')}"
+
+
+def retry_strategy(policy: RetryPolicy) -> m.RetryStrategy:
+    """The Argo retryStrategy of one (non-daemon) pod task."""
+    expression = None if policy.judged else retry_expression(policy)
+    backoff = m.Backoff(
+        duration="10s",
+        factor=m.IntOrString(2),
+        cap="6m",
+        max_duration=f"{policy.deadline_seconds}s" if policy.deadline_seconds else None,
+    )
+    return m.RetryStrategy(
+        limit=m.IntOrString(policy.budget + REQUEUE_ALLOWANCE),
+        retry_policy="Always",
+        expression=expression,
+        backoff=backoff,
+    )
+
+
+def retry_expression(policy: RetryPolicy) -> str:
+    """The expr-lang condition under which a failed pod is tried again."""
+    count = f"asInt(retries) < {policy.budget}"
+    expr = count
+    for rule in reversed(policy.rules):
+        expr = f"({_condition(rule)}) ? {_outcome(rule.action, count)} : ({expr})"
+    if not any(rule.disruption for rule in policy.rules):
+        expr = f"({_DISRUPTED}) || ({expr})"
+    return expr
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What a Job's podFailurePolicy does with one failed pod attempt: ``action`` is
+    ``FailJob``, ``Ignore`` or ``Count``; ``rule`` the matching rule's index (None: no rule
+    matched, or a disruption retried uncounted); ``container``/``exit_code`` what matched."""
+
+    action: str
+    rule: int | None = None
+    container: str = ""
+    exit_code: int | None = None
+
+
+def judge(policy: RetryPolicy, phase: str, exits: Sequence[tuple[str, int]]) -> Judgement:
+    """The decision ``retry_expression`` makes, from every container's exit code (``exits``:
+    ``(container, code)`` of the attempt's terminated containers, as the pod status lists
+    them), as k8s.io/kubernetes pkg/controller/job/pod_failure_policy.go matches rules.
+
+    Argo stops a containerSet pod's other containers once one fails (SIGTERM): their 143 is
+    Argo's, not the workload's, so it is ignored next to another failure. A disrupted attempt
+    (node ``Error``, or only 143s) is retried uncounted unless a rule names disruption.
+    """
+    failed = [(c, code) for c, code in exits if code != 0]
+    disrupted = phase == "Error" or (bool(failed) and all(code == 143 for _, code in failed))
+    if any(code != 143 for _, code in failed):
+        failed = [(c, code) for c, code in failed if code != 143]
+    if disrupted and not any(rule.disruption for rule in policy.rules):
+        return Judgement("Ignore")
+    for i, rule in enumerate(policy.rules):
+        if rule.disruption:
+            if disrupted:
+                return Judgement(rule.action, i)
+            continue
+        for container, code in failed:
+            if rule.container in (None, container) and (code in rule.values) == (
+                rule.operator == "In"
+            ):
+                return Judgement(rule.action, i, container, code)
+    return Judgement("Count")
+
+
+def counts(policy: RetryPolicy, phase: str, exits: Sequence[tuple[str, int]]) -> bool:
+    """Whether one failed pod attempt counts against the Job's backoffLimit."""
+    return judge(policy, phase, exits).action != "Ignore"
+
+
+def policy_wire(policy: RetryPolicy) -> Json:
+    """The budget and rules ``judge`` needs, as JSON (the Workflow annotation)."""
+    return {
+        "backoffLimit": policy.budget,
+        "rules": [
+            [r.action, r.operator, list(r.values), r.disruption, r.container] for r in policy.rules
+        ],
+        "shared": policy.shared,
+        "judged": policy.judged,
+        "perIndex": policy.per_index,
+    }
+
+
+def policy_of_wire(wire: Json) -> RetryPolicy:
+    """``policy_wire``'s inverse (a Workflow written before ``shared`` was recorded: shared)."""
+    rules = tuple(
+        ExitCodeRule(
+            str(rule[0]),
+            str(rule[1]),
+            tuple(int(v) for v in rule[2]),
+            bool(rule[3]),
+            str(rule[4]) if len(rule) > 4 and rule[4] is not None else None,
+        )
+        for rule in wire.get("rules") or []
+    )
+    return RetryPolicy(
+        int(wire.get("backoffLimit", 0)),
+        rules,
+        shared=bool(wire.get("shared", True)),
+        judged=bool(wire.get("judged", False)),
+        per_index=bool(wire.get("perIndex", False)),
+    )
+
+
+def _condition(rule: ExitCodeRule) -> str:
+    if rule.disruption:
+        return _DISRUPTED
+    test = exit_code_in("|".join(str(v) for v in rule.values), rule.container)
+    if rule.operator == "In":
+        return test
+    return f"{exit_code_in('[0-9]+', rule.container)} && not ({test})"
+
+
+def _outcome(action: str, count: str) -> str:
+    return {"FailJob": "false", "Ignore": "true"}.get(action, count)

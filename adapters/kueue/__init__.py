@@ -1,0 +1,1 @@
+"""Kueue out: a Pipeline's steps -> Workloads, PodSets and the quota plan. Pure."""

@@ -1,0 +1,86 @@
+"""mlPolicy.torch -> PET_* env, port 29500, envInjection; torchtune's ``tune run`` rewriting.
+
+Pure. As kubeflow/trainer@v2.3.0 ``plugins/torch/torch.go``: when the TrainJob has a
+trainer, its env then ``PET_NNODES`` / ``PET_NPROC_PER_NODE`` / ``PET_NODE_RANK`` (and
+``PET_MASTER_ADDR`` / ``PET_MASTER_PORT`` unless torchtune rewrites the command) on the
+trainer's ``node`` container, plus its port; every envInjection target gets all five.
+Validation: envInjection targets exist (on ``spec.runtimeRef``), reserved PET_* env,
+torchtune's checks (``policies.torchtune``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from trainweave.adapters.trainjob import mlpolicy, validate
+from trainweave.adapters.trainjob.policies import torchtune
+from trainweave.adapters.trainjob.policies.base import (
+    Context,
+    open_port,
+    reserved_env_errors,
+    trainer_node,
+)
+from trainweave.errors import InputError
+from trainweave.labels import Ancestor
+
+
+def _quoted(text: str) -> str:
+    """``"text"``, as Go's ``%q`` writes a plain string."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _pods(ctx: Context) -> dict[str, list[dict[str, Any]]]:
+    """Pod spec by replicatedJob name, as the runtime gives them."""
+    return {
+        rj.name: [((rj.template.get("spec") or {}).get("template") or {}).get("spec") or {}]
+        for rj in ctx.spec.template.spec.replicated_jobs
+    }
+
+
+class Torch:
+    """mlPolicy.torch."""
+
+    trainer_env_first = True
+
+    def validate(self, ctx: Context) -> list[InputError]:
+        policy = ctx.spec.ml_policy.torch if ctx.spec.ml_policy else None
+        errors: list[InputError] = []
+        pods = _pods(ctx)
+        for target in policy.env_injection.targets if policy and policy.env_injection else []:
+            for name in target.container_names:
+                pod = (pods.get(target.job_name) or [{}])[0]
+                if validate.container(pod, name, init=True) is None:
+                    errors.append(
+                        InputError(
+                            "spec.runtimeRef",
+                            f"envInjection target podSet {_quoted(target.job_name)} container"
+                            f" {_quoted(name)} not found in runtime template",
+                        )
+                    )
+        if ctx.trainjob.spec.trainer is not None:
+            errors += reserved_env_errors(ctx.trainjob, mlpolicy.TORCH_RESERVED)
+            if torchtune.is_torchtune(ctx):
+                errors += torchtune.errors(ctx)
+        return errors
+
+    def enforce(
+        self, ctx: Context, job: str, ancestor: Ancestor | None, pod_spec: dict[str, Any]
+    ) -> int | None:
+        policy = ctx.spec.ml_policy.torch if ctx.spec.ml_policy else None
+        pet, master = mlpolicy.torch_env(ctx.name, ctx.num_nodes, ctx.nproc, ctx.resources)
+        node = trainer_node(ctx, ancestor, pod_spec)
+        if node is not None:
+            mlpolicy.upsert_env(node, pet)
+            if torchtune.is_torchtune(ctx):
+                node["command"] = torchtune.command(ctx)
+            else:
+                mlpolicy.upsert_env(node, master)
+            open_port(node)
+        for target in policy.env_injection.targets if policy and policy.env_injection else []:
+            if target.job_name == job:
+                for name in target.container_names:
+                    found = validate.container(pod_spec, name, init=True)
+                    if found is not None:
+                        mlpolicy.upsert_env(found, pet + master)
+        return None

@@ -1,0 +1,401 @@
+"""TrainJob + TrainingRuntime -> Pipeline.
+
+Pure: no I/O, no clock. Applies TrainJob fields as kubeflow/trainer@v2.3.0's
+JobSet builder and ML plugins do (``plugins/jobset/builder.go``,
+``plugins/torch``, ``plugins/mpi``): initializer ``storageUri`` -> ``STORAGE_URI``,
+env and ``secretRef`` on the same-named container; trainer image, command, args,
+env, resourcesPerNode on the ``node`` container; ``numNodes`` as the trainer
+job's pod count; PET_* / OpenMPI env; JobSet network, successPolicy,
+failurePolicy and volumeClaimPolicies. Steps come from ``adapters.trainjob.graph``; Job
+semantics from ``adapters.trainjob.jobspec``.
+
+Queue of a step, first found: the TrainJob annotation
+``queue.trainweave.io/<replicatedJob>``; the ``kueue.x-k8s.io/queue-name`` label on its
+replicatedJob template (``template.metadata.labels``, runtimePatches included); the same
+label on the TrainJob (what the Kubeflow SDK's ``Labels`` option and Kueue's TrainJob
+integration use); ``default_queue``; else an error. ``kueue.x-k8s.io/priority-class``
+likewise: the job template's label, else the TrainJob's.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from trainweave.adapters import names
+from trainweave.adapters.trainjob import graph, jobspec, mlpolicy, patches, policies, validate
+from trainweave.adapters.trainjob.policies import Context
+from trainweave.errors import InputError, InputErrors
+from trainweave.inputs import ReplicatedJob, Runtime, RuntimeSpec, TrainJob
+from trainweave.labels import (
+    KUEUE_PRIORITY_CLASS,
+    KUEUE_QUEUE_NAME,
+    TRAINJOB_ANCESTOR,
+    Ancestor,
+    Reason,
+)
+from trainweave.model import HeadlessService, Job, Pipeline, Step
+
+Json = dict[str, Any]
+QUEUE_ANNOTATION_PREFIX = "queue.trainweave.io/"
+_RJ = "spec.template.spec.replicatedJobs"
+
+
+def to_pipeline(
+    trainjob: TrainJob, runtime: Runtime, *, attempt: int = 0, default_queue: str | None = None
+) -> Pipeline:
+    """The Pipeline of ``trainjob`` run on ``runtime``; raises InputErrors."""
+    ref = trainjob.spec.runtime_ref
+    if (ref.kind, ref.name) != (runtime.kind, runtime.metadata.name):
+        raise InputErrors(
+            [
+                InputError(
+                    "spec.runtimeRef",
+                    f"names {ref.kind} {ref.name!r}, given {runtime.kind} {runtime.metadata.name!r}",
+                    reason=Reason.TRAINING_RUNTIME_NOT_FOUND,
+                )
+            ]
+        )
+    if ref.api_group != "trainer.kubeflow.org":
+        raise InputErrors([InputError("spec.runtimeRef.apiGroup", "must be trainer.kubeflow.org")])
+    spec = runtime.spec
+    policy = policies.of(spec)
+    ctx = Context(trainjob, spec)
+    errors = validate.jobset_errors(spec) + policies.unsupported_errors(spec)
+    errors += policy.validate(ctx) if not errors else []
+    raw_jobs = [
+        rj.model_dump(by_alias=True, exclude_none=True) for rj in spec.template.spec.replicated_jobs
+    ]
+    raw_jobs, _, patch_errors = patches.apply(
+        raw_jobs,
+        [p.model_dump(by_alias=True, exclude_none=True) for p in trainjob.spec.runtime_patches],
+    )
+    errors += patch_errors + validate.initializer_errors(trainjob, raw_jobs)
+    if errors:
+        raise InputErrors(errors)
+    rjobs = spec.template.spec.replicated_jobs
+    ancestors = [_ancestor(rj) for rj in raw_jobs]
+    shapes, graph_errors = graph.steps(rjobs, ancestors)
+    if graph_errors:
+        raise InputErrors(graph_errors)
+    jobs: list[Job] = []
+    for i, raw in enumerate(raw_jobs):
+        job, job_errors = _job(ctx, policy, i, raw, rjobs[i], ancestors[i])
+        jobs.append(job)
+        errors += job_errors
+    errors += validate.name_errors(trainjob.metadata.name, jobs)
+    errors += validate.size_errors(jobs)
+    steps = []
+    for shape in shapes:
+        step_jobs = tuple(jobs[i] for i in shape.jobs)
+        tj_labels = trainjob.metadata.labels
+        queue, queue_errors = _queue(
+            trainjob, raw_jobs, shape.jobs, tj_labels.get(KUEUE_QUEUE_NAME) or default_queue
+        )
+        errors += queue_errors
+        priority = _label(raw_jobs[shape.jobs[0]], KUEUE_PRIORITY_CLASS) or tj_labels.get(
+            KUEUE_PRIORITY_CLASS
+        )
+        steps.append(Step(shape.name, shape.role, step_jobs, queue, shape.depends_on, priority))
+    steps = _with_daemons(steps, spec)
+    index = {rj.name: i for i, rj in enumerate(rjobs)}
+    errors += [
+        InputError(
+            f"{_RJ}[{index[job.name]}].template.spec.template.spec.containers",
+            "must hold exactly one container in a job that keeps running while the"
+            " successPolicy target ends (an Argo daemon: Argo v4.0.7 runs it as one container)",
+            reason=Reason.UNSUPPORTED_FIELD,
+        )
+        for step in steps
+        for job in step.jobs
+        if job.daemon and len(job.containers) > 1
+    ]
+    if errors:
+        raise InputErrors(errors)
+    net = spec.template.spec.network
+    service = None
+    if net is None or net.enable_dns_hostnames is not False:
+        service = HeadlessService(
+            ctx.subdomain, net.publish_not_ready_addresses is not False if net else True
+        )
+    failure = spec.template.spec.failure_policy
+    return Pipeline(
+        name=trainjob.metadata.name,
+        namespace=trainjob.metadata.namespace or "default",
+        steps=tuple(steps),
+        runtime_kind=runtime.kind,
+        runtime_name=runtime.metadata.name,
+        runtime_snapshot=runtime.snapshot,
+        attempt=attempt,
+        service=service,
+        pvcs=tuple(_pvcs(trainjob.metadata.name, spec)),
+        pvc_retain=any(
+            p.retention_policy is not None and p.retention_policy.when_deleted == "Retain"
+            for p in spec.template.spec.volume_claim_policies
+        ),
+        active_deadline_seconds=trainjob.spec.active_deadline_seconds,
+        max_restarts=failure.max_restarts if failure else 0,
+        suspend=trainjob.spec.suspend,
+        mpi_slots=ctx.mpi_slots,
+        ttl_seconds_after_finished=spec.template.spec.ttl_seconds_after_finished,
+    )
+
+
+def _job(
+    ctx: Context,
+    policy: policies.Policy,
+    i: int,
+    raw: Json,
+    rjob: ReplicatedJob,
+    ancestor: Ancestor | None,
+) -> tuple[Job, list[InputError]]:
+    path = f"{_RJ}[{i}].template.spec"
+    job_spec: Json = raw["template"].get("spec") or {}  # raw is to_pipeline's own copy
+    pod_template: Json = job_spec.get("template") or {}
+    pod_spec: Json = pod_template.setdefault("spec", {})
+    pod_template.setdefault("metadata", {})
+    containers = pod_spec.get("containers") or []
+    errors: list[InputError] = []
+    if not containers:
+        errors.append(
+            InputError(
+                f"{path}.template.spec.containers",
+                "must hold at least one container",
+                reason=Reason.INVALID_RUNTIME,
+            )
+        )
+        containers = [{"name": "main", "image": "invalid"}]
+        pod_spec["containers"] = containers
+    for key in ("ephemeralContainers", "nodeName"):
+        if key in pod_spec:
+            errors.append(
+                InputError(
+                    f"{path}.template.spec.{key}",
+                    "is not supported for step pods",
+                    reason=Reason.UNSUPPORTED_FIELD,
+                )
+            )
+    pods, count_errors = jobspec.pods_per_replica(job_spec, path)
+    replicas = rjob.replicas
+    if ancestor is not None:
+        replicas = 1
+    if ancestor is Ancestor.TRAINER or (
+        ctx.spec.ml_policy and ctx.spec.ml_policy.mpi and rjob.name == "node"
+    ):
+        pods, count_errors = ctx.num_nodes, []
+    _apply_trainjob(ctx, policy, rjob.name, ancestor, pod_spec)
+    mpi_pods = policy.enforce(ctx, rjob.name, ancestor, pod_spec)
+    _apply_trainer_env(ctx, rjob.name, ancestor, pod_spec)
+    if mpi_pods is not None:
+        pods = mpi_pods
+    _add_claim_volumes(ctx, pod_spec)
+    _quantities_as_strings(pod_spec)
+    retry, retry_errors = jobspec.retry_policy(
+        job_spec,
+        pods * replicas,
+        [str(c.get("name", "")) for c in pod_spec["containers"]],
+        [str(c.get("name", "")) for c in pod_spec.get("initContainers") or []],
+        path,
+    )
+    if job_spec.get("podFailurePolicy") and pod_spec.get("restartPolicy", "OnFailure") != "Never":
+        errors.append(
+            InputError(
+                f"{path}.template.spec.restartPolicy",
+                "must be Never with a podFailurePolicy (JobSet defaults it to OnFailure, and the"
+                " Job API then refuses the Job: upstream's JobSet would never create it)",
+                reason=Reason.INVALID_RUNTIME,
+            )
+        )
+    if pod_spec.get("restartPolicy") == "Always":
+        errors.append(
+            InputError(
+                f"{path}.template.spec.restartPolicy",
+                "must be Never or OnFailure for a Job",
+                reason=Reason.INVALID_RUNTIME,
+            )
+        )
+    pod_spec.pop("restartPolicy", None)  # Argo pods run with Never; failures retry as new pods
+    job = Job(rjob.name, ancestor, replicas, pods, pod_template, retry)
+    return job, errors + count_errors + retry_errors
+
+
+def _quantities_as_strings(pod_spec: Json) -> None:
+    """YAML lets ``nvidia.com/gpu: 2`` be a number; the wire form is a string."""
+    for key in ("containers", "initContainers"):
+        for container in pod_spec.get(key) or []:
+            for section in ("limits", "requests"):
+                values = (container.get("resources") or {}).get(section)
+                if values:
+                    container["resources"][section] = {k: str(v) for k, v in values.items()}
+
+
+def _add_claim_volumes(ctx: Context, pod_spec: Json) -> None:
+    """JobSet addVolumes: a volumeClaimPolicies template mounted by a container becomes a volume."""
+    mounted = {
+        m.get("name")
+        for key in ("containers", "initContainers")
+        for c in pod_spec.get(key) or []
+        for m in c.get("volumeMounts") or []
+    }
+    for policy in ctx.spec.template.spec.volume_claim_policies:
+        for tpl in policy.templates:
+            name = (tpl.get("metadata") or {}).get("name", "")
+            if name in mounted:
+                claim = {"claimName": names.pvc_name(ctx.name, name)}
+                pod_spec.setdefault("volumes", []).append(
+                    {"name": name, "persistentVolumeClaim": claim}
+                )
+
+
+def _apply_trainjob(
+    ctx: Context, policy: policies.Policy, name: str, ancestor: Ancestor | None, pod_spec: Json
+) -> None:
+    tj = ctx.trainjob.spec
+    container = validate.container(
+        pod_spec,
+        name if ancestor in (Ancestor.DATASET_INITIALIZER, Ancestor.MODEL_INITIALIZER) else "node",
+    )
+    if container is None:
+        return
+    if ancestor in (Ancestor.DATASET_INITIALIZER, Ancestor.MODEL_INITIALIZER) and tj.initializer:
+        init = (
+            tj.initializer.dataset
+            if ancestor is Ancestor.DATASET_INITIALIZER
+            else tj.initializer.model
+        )
+        if init is not None:
+            if init.storage_uri:
+                mlpolicy.upsert_env(container, [{"name": "STORAGE_URI", "value": init.storage_uri}])
+            mlpolicy.upsert_env(container, init.env)
+            if init.secret_ref is not None:
+                container.setdefault("envFrom", []).append(
+                    {"secretRef": {"name": init.secret_ref.name}}
+                )
+    if ancestor is Ancestor.TRAINER and tj.trainer:
+        trainer = tj.trainer
+        if trainer.image:
+            container["image"] = trainer.image
+        if trainer.command:
+            container["command"] = list(trainer.command)
+        if trainer.args:
+            container["args"] = list(trainer.args)
+    mpi = ctx.spec.ml_policy.mpi if ctx.spec.ml_policy else None
+    launcher_as_node = mpi is not None and mpi.run_launcher_as_node and name == "node"
+    if (ancestor is Ancestor.TRAINER or launcher_as_node) and tj.trainer:
+        # trainingruntime.go newRuntimeInfo: resourcesPerNode merges into the node container's
+        # resources (a strategic merge: per-resource keys replaced, others kept); on the MPI
+        # `node` job too when the launcher runs as a node.
+        if tj.trainer.resources_per_node is not None:
+            container["resources"] = merge_resources(
+                container.get("resources") or {}, tj.trainer.resources_per_node
+            )
+        if policy.trainer_env_first and ancestor is Ancestor.TRAINER:
+            mlpolicy.upsert_env(container, tj.trainer.env)
+
+
+def _apply_trainer_env(ctx: Context, name: str, ancestor: Ancestor | None, pod_spec: Json) -> None:
+    """builder.go Trainer(): the TrainJob's env upserted last, after the mlPolicy's env."""
+    tj = ctx.trainjob.spec.trainer
+    mpi = ctx.spec.ml_policy.mpi if ctx.spec.ml_policy else None
+    launcher_as_node = mpi is not None and mpi.run_launcher_as_node and name == "node"
+    container = validate.container(pod_spec, "node")
+    if tj and container is not None and (ancestor is Ancestor.TRAINER or launcher_as_node):
+        mlpolicy.upsert_env(container, tj.env)
+
+
+def merge_resources(base: Json, override: Json) -> Json:
+    """Trainer's MergeResourceRequirements: ``limits``/``requests`` merged key by key."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if key in ("limits", "requests") and isinstance(value, dict):
+            out[key] = {**(out.get(key) or {}), **value}
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _ancestor(raw: Json) -> Ancestor | None:
+    value = _label(raw, TRAINJOB_ANCESTOR)
+    return Ancestor(value) if value in {a.value for a in Ancestor} else None
+
+
+def _label(raw: Json, key: str) -> str | None:
+    labels = ((raw.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    value = labels.get(key)
+    return str(value) if value is not None else None
+
+
+def _queue(
+    trainjob: TrainJob, raw_jobs: list[Json], idxs: tuple[int, ...], default: str | None
+) -> tuple[str, list[InputError]]:
+    found: dict[str, str] = {}
+    for i in idxs:
+        name = raw_jobs[i]["name"]
+        queue = trainjob.metadata.annotations.get(QUEUE_ANNOTATION_PREFIX + name) or _label(
+            raw_jobs[i], KUEUE_QUEUE_NAME
+        )
+        if queue:
+            found[name] = queue
+    if len(set(found.values())) > 1:
+        return "", [
+            InputError(
+                f"{_RJ}[{idxs[0]}].template.metadata.labels",
+                f"jobs of one step name different queues: {found}",
+                reason=Reason.INVALID_RUNTIME,
+            )
+        ]
+    if found:
+        return next(iter(found.values())), []
+    if default:
+        return default, []
+    name = raw_jobs[idxs[0]]["name"]
+    return "", [
+        InputError(
+            f"{_RJ}[{idxs[0]}].template.metadata.labels",
+            f"step {name!r} has no queue: set label {KUEUE_QUEUE_NAME} there or on the"
+            f" TrainJob, annotation {QUEUE_ANNOTATION_PREFIX}{name} on the TrainJob, or a"
+            " default queue",
+            reason=Reason.INVALID_RUNTIME,
+        )
+    ]
+
+
+def _with_daemons(steps: list[Step], spec: RuntimeSpec) -> list[Step]:
+    """JobSet successPolicy targets: other jobs in a target's step keep running as daemons."""
+    policy = spec.template.spec.success_policy
+    if policy is None or not policy.target_replicated_jobs:
+        return steps
+    targets = set(policy.target_replicated_jobs)
+    out = []
+    for step in steps:
+        names_in = {j.name for j in step.jobs}
+        if names_in & targets and names_in - targets:
+            jobs = tuple(j if j.name in targets else _daemon(j) for j in step.jobs)
+            step = Step(
+                step.name, step.role, jobs, step.queue, step.depends_on, step.priority_class
+            )
+        out.append(step)
+    return out
+
+
+def _daemon(job: Job) -> Job:
+    return Job(
+        job.name,
+        job.ancestor,
+        job.replicas,
+        job.pods_per_replica,
+        job.pod_template,
+        job.retry,
+        daemon=True,
+    )
+
+
+def _pvcs(trainjob: str, spec: RuntimeSpec) -> list[Json]:
+    out = []
+    for policy in spec.template.spec.volume_claim_policies:
+        for tpl in policy.templates:
+            pvc = copy.deepcopy(tpl)
+            meta = pvc.setdefault("metadata", {})
+            meta["name"] = names.pvc_name(trainjob, meta.get("name", ""))
+            out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", **pvc})
+    return out

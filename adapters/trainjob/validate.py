@@ -1,0 +1,160 @@
+"""TrainJob + runtime checks that need no translation: rejected fields, names, initializers.
+
+Pure. Each function returns the InputErrors it finds; ``adapters.trainjob.trainer`` runs them
+before building the Pipeline.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainweave.adapters import names
+from trainweave.errors import InputError
+from trainweave.inputs import RuntimeSpec, TrainJob
+from trainweave.labels import Ancestor, Reason
+from trainweave.model import Job
+
+Json = dict[str, Any]
+
+
+def jobset_errors(spec: RuntimeSpec) -> list[InputError]:
+    js = spec.template.spec
+    base = "spec.template.spec"
+    errors = []
+    rejected = {
+        "suspend": (js.suspend, "suspend the TrainJob instead"),
+        "managedBy": (js.managed_by, "the pipeline is managed by trainweave"),
+        "startupPolicy": (
+            js.startup_policy and js.startup_policy.startup_policy_order == "InOrder",
+            "use dependsOn (InOrder is being deprecated by JobSet)",
+        ),
+    }
+    for key, (value, why) in rejected.items():
+        if value:
+            errors.append(
+                InputError(
+                    f"{base}.{key}", f"is not supported: {why}", reason=Reason.UNSUPPORTED_FIELD
+                )
+            )
+    fp = js.failure_policy
+    if fp is not None and fp.rules:
+        errors.append(
+            InputError(
+                f"{base}.failurePolicy.rules",
+                "are not supported: every failure restarts the pipeline while maxRestarts lasts",
+                reason=Reason.UNSUPPORTED_FIELD,
+            )
+        )
+    if fp is not None and fp.restart_strategy == "InPlaceRestart":
+        errors.append(
+            InputError(
+                f"{base}.failurePolicy.restartStrategy",
+                "InPlaceRestart is not supported: a restart is a fresh Workflow attempt",
+                reason=Reason.UNSUPPORTED_FIELD,
+            )
+        )
+    sp = js.success_policy
+    if sp is not None and sp.operator == "Any" and len(sp.target_replicated_jobs) != 1:
+        errors.append(
+            InputError(
+                f"{base}.successPolicy.operator",
+                "Any is supported only with one target: Argo cannot end a pipeline on the first of several jobs",
+                reason=Reason.UNSUPPORTED_FIELD,
+            )
+        )
+    if spec.pod_group_policy is not None:
+        errors.append(
+            InputError(
+                "spec.podGroupPolicy",
+                "is not supported: it asks the coscheduling/volcano scheduler to place every pod"
+                " of the TrainJob at once, while trainweave admits each step as its own Kueue"
+                " gang (all of a step's pods or none); remove it",
+                reason=Reason.UNSUPPORTED_FIELD,
+            )
+        )
+    return errors
+
+
+def initializer_errors(trainjob: TrainJob, raw_jobs: list[Json]) -> list[InputError]:
+    init = trainjob.spec.initializer
+    errors = []
+    for which, spec in (
+        ("dataset", init.dataset if init else None),
+        ("model", init.model if init else None),
+    ):
+        if spec is None:
+            continue
+        name = f"{which}-initializer"
+        job = next((j for j in raw_jobs if j["name"] == name), None)
+        pod = (((job or {}).get("template") or {}).get("spec") or {}).get("template", {}).get(
+            "spec"
+        ) or {}
+        found = container(pod, name)
+        mounts = {m.get("name") for m in (found or {}).get("volumeMounts") or []}
+        # jobset.go Validate names spec.runtimeRef: the runtime lacks what the TrainJob uses
+        if job is None:
+            errors.append(
+                InputError(
+                    "spec.runtimeRef",
+                    f"must have {name} job when trainJob is configured with"
+                    f" spec.initializer.{which}",
+                )
+            )
+        elif found is None or "initializer" not in mounts:
+            errors.append(
+                InputError(
+                    "spec.runtimeRef",
+                    f"must have volumeMount with name - initializer in container {name} of the"
+                    f" {name} job (spec.initializer.{which} is set)",
+                )
+            )
+    return errors
+
+
+def name_errors(trainjob: str, jobs: list[Job]) -> list[InputError]:
+    errors = []
+    for job in jobs:
+        longest = names.pod_hostname(trainjob, job.name, job.replicas - 1, job.pods_per_replica - 1)
+        if len(longest) > names.MAX_LABEL:
+            errors.append(
+                InputError(
+                    "metadata.name",
+                    f"{trainjob!r} gives pod hostname {longest!r} ({len(longest)} characters); a"
+                    f" hostname may have at most {names.MAX_LABEL}: shorten the TrainJob name",
+                )
+            )
+    return errors
+
+
+# One TrainJob is one Argo Workflow: one object holding a template per pod (about 150 bytes each
+# in spec) and, as it runs, a node per pod and per container in its status, all under the API
+# server's object size limit (etcd's 1.5 MiB request limit; Argo compresses node status past
+# 1 MB). 2000 pods keeps the spec near 300 kB; beyond, the rendering itself grows without bound
+# (numNodes: 1000000 took 22 GB before this limit). docs/inputs.md.
+MAX_PODS = 2000
+
+
+def size_errors(jobs: list[Job]) -> list[InputError]:
+    """More pods than one Workflow can hold: the error names the largest job's count."""
+    total = sum(job.pods for job in jobs)
+    if total <= MAX_PODS:
+        return []
+    biggest = max(jobs, key=lambda job: job.pods)
+    trainer = biggest.ancestor is Ancestor.TRAINER or biggest.name == "node"
+    return [
+        InputError(
+            "spec.trainer.numNodes" if trainer else "spec.runtimeRef",
+            f"gives {total} pods ({biggest.pods} in job {biggest.name!r}); a TrainJob may run at"
+            f" most {MAX_PODS}, all held in one Argo Workflow object",
+            reason=Reason.INVALID_TRAINJOB if trainer else Reason.INVALID_RUNTIME,
+        )
+    ]
+
+
+def container(pod_spec: Json, name: str, init: bool = False) -> Json | None:
+    """The container called ``name`` in a pod spec (also among init containers if ``init``)."""
+    for key in ("containers", "initContainers") if init else ("containers",):
+        for c in pod_spec.get(key) or []:
+            if c.get("name") == name:
+                return c  # type: ignore[no-any-return]  # JSON dict from the wire
+    return None

@@ -1,0 +1,340 @@
+"""The ``trainweave controller`` process: caches, queue, workers, leader election, HTTP.
+
+Watches TrainJobs and the Workflows and Pods labelled ``trainweave.io/trainjob``
+plus all Kueue Workloads (a Workload is mapped to its TrainJob through the
+pod-group names in the Workflows' pod templates). Any change enqueues the
+TrainJob's key; a worker reads the caches into ``rollup.Observed``, asks
+``reconcile.plan`` what to do and lets ``executor.Executor`` do it. Objects the
+API returns from our own writes go straight into the caches, so the next
+reconcile does not act on stale state. ``/healthz``, ``/readyz`` and
+``/metrics`` are served on ``--bind`` (loopback by default).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from trainweave import labels
+from trainweave.integrations.cluster.executor import Executor, Renderer
+from trainweave.integrations.cluster.informer import Informer, Key, WorkQueue, key_of
+from trainweave.integrations.cluster.leader import LeaderElector
+from trainweave.integrations.cluster.metrics import Metrics, resource_of
+from trainweave.integrations.views import api, reconcile, slim
+from trainweave.integrations.views.argo_view import TERMINAL, step_groups
+from trainweave.integrations.views.rollup import Observed
+
+Json = dict[str, Any]
+log = logging.getLogger("trainweave.controller")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Controller settings (``trainweave controller --help``)."""
+
+    namespace: str = ""  # watch scope; "" = all namespaces
+    bind: str = "127.0.0.1:8080"
+    workers: int = 2
+    default_queue: str | None = None
+    leader_elect: bool = True
+    lease_namespace: str = "trainweave-system"
+    lease_name: str = "trainweave-controller"
+    identity: str = f"{socket.gethostname()}-{os.getpid()}"
+    lease_duration: int = 15
+    retry_period: float = 2.0
+
+
+def utcnow() -> datetime:
+    """The wall clock, in UTC."""
+    return datetime.now(timezone.utc)
+
+
+def _tj_index(obj: Json) -> list[str]:
+    meta = obj.get("metadata") or {}
+    tj = (meta.get("labels") or {}).get(labels.TRAINJOB)
+    return [f"{meta.get('namespace')}/{tj}"] if tj else []
+
+
+def _group_index(obj: Json) -> list[str]:
+    ns = (obj.get("metadata") or {}).get("namespace")
+    return [f"{ns}/{g}" for g in step_groups(obj)]
+
+
+class Controller:
+    """Reconciles TrainJobs from watched caches."""
+
+    def __init__(
+        self,
+        send: api.Send,
+        stream: Callable[[api.Request], Iterator[Json]],
+        renderer: Renderer,
+        config: Config,
+        metrics: Metrics,
+        now: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.config, self.metrics, self.now = config, metrics, now
+        self.queue = WorkQueue()
+        metrics.queue_depth.set_function(lambda: len(self.queue))
+        self.raw_send = send
+        ns, sel = config.namespace, labels.TRAINJOB
+        self.trainjobs = Informer(
+            send, stream, api.TRAINJOB, namespace=ns, on_change=self._enq, transform=slim.trainjob
+        )
+        self.workflows = Informer(
+            send,
+            stream,
+            api.WORKFLOW,
+            namespace=ns,
+            selector=sel,
+            on_change=self._enq_wf,
+            indexes={"tj": _tj_index, "group": _group_index},
+            transform=slim.workflow,
+        )
+        self.pods = Informer(
+            send,
+            stream,
+            api.POD,
+            namespace=ns,
+            selector=sel,
+            on_change=self._enq_child,
+            indexes={"tj": _tj_index},
+            transform=slim.pod,
+        )
+        self.workloads = Informer(
+            send,
+            stream,
+            api.WORKLOAD,
+            namespace=ns,
+            on_change=self._enq_wl,
+            transform=slim.workload,
+        )
+        self.caches = {
+            "trainjobs": self.trainjobs,
+            "workflows": self.workflows,
+            "pods": self.pods,
+            "workloads": self.workloads,
+        }
+        self.executor = Executor(self.send, renderer, now)
+        self.stopped = threading.Event()
+
+    # --- event mapping ------------------------------------------------------------
+    def _enq(self, obj: Json) -> None:
+        self.queue.add(key_of(obj))
+
+    def _enq_wf(self, obj: Json) -> None:
+        """A Workflow changed; a finished one puts its TrainJob in the urgent lane."""
+        self._enq_child(obj, urgent=(obj.get("status") or {}).get("phase") in TERMINAL)
+
+    def _enq_child(self, obj: Json, urgent: bool = False) -> None:
+        for value in _tj_index(obj):
+            ns, name = value.split("/", 1)
+            self.queue.add((ns, name), urgent=urgent)
+
+    def _enq_wl(self, obj: Json) -> None:
+        ns, name = key_of(obj)
+        for wf in self.workflows.by_index("group", f"{ns}/{name}"):
+            self._enq_child(wf)
+
+    # --- the edge, with write-through -----------------------------------------------
+    def send(self, req: api.Request) -> Json:
+        """Send, then put what the API returned for a cached kind into its cache."""
+        obj = self.raw_send(req)
+        if req.is_write and obj.get("metadata"):
+            cache = self.caches.get(resource_of(req.path))
+            if cache is not None and obj.get("kind") != "Status":
+                old = cache.get(*key_of(obj))
+                if old is None or _rv(obj) >= _rv(old):
+                    cache.put(obj)
+        return obj
+
+    # --- reconcile -------------------------------------------------------------------
+    def observe(self, key: Key) -> Observed | None:
+        """The TrainJob and its children, from the caches (no API call)."""
+        tj = self.trainjobs.get(*key)
+        if tj is None:
+            return None
+        idx = f"{key[0]}/{key[1]}"
+        workflows = self.workflows.by_index("tj", idx)
+        pods = self.pods.by_index("tj", idx)
+        groups = {g for wf in workflows for g in step_groups(wf)}
+        groups |= {reconcile.group_of(p) for p in pods} - {""}
+        workloads = [w for g in sorted(groups) if (w := self.workloads.get(key[0], g))]
+        return Observed(tj, tuple(workflows), tuple(pods), tuple(workloads))
+
+    def reconcile(self, key: Key) -> None:
+        """One level-triggered pass for one TrainJob."""
+        obs = self.observe(key)
+        if obs is None:
+            pods = self.pods.by_index("tj", f"{key[0]}/{key[1]}")
+            wls = [w for p in pods if (w := self.workloads.get(key[0], reconcile.group_of(p)))]
+            for req in reconcile.orphan_releases(key[0], pods, wls):
+                self.executor._send(req)
+            self.metrics.set_state(f"{key[0]}/{key[1]}", None)
+            self.metrics.set_steps(f"{key[0]}/{key[1]}")
+            return
+        plan = reconcile.plan(obs, self.now())
+        self.executor.run(plan, obs.trainjob)
+        self.metrics.apply(plan.metrics)
+        self.metrics.set_state(f"{key[0]}/{key[1]}", plan.state)
+        self.metrics.set_steps(f"{key[0]}/{key[1]}", plan.waiting, plan.leaked)
+        self.metrics.hold(plan.holding)
+        if plan.requeue_after is not None:
+            self.queue.add_after(key, plan.requeue_after)
+
+    def worker(self) -> None:
+        """Take keys until the queue closes."""
+        while (key := self.queue.get()) is not None:
+            started = time.perf_counter()
+            try:
+                self.reconcile(key)
+                self.queue.forget(key)
+                self.metrics.reconciles.labels("ok").inc()
+            except Exception as err:  # any failure: Warning event + retry with backoff
+                self.metrics.reconciles.labels("error").inc()
+                delay = self.queue.retry(key)
+                log.warning("reconcile %s/%s failed (retry in %.1fs): %s", *key, delay, err)
+                self._warn(key, err)
+            finally:
+                self.metrics.reconcile_seconds.observe(time.perf_counter() - started)
+                self.queue.done(key)
+
+    def _warn(self, key: Key, err: Exception) -> None:
+        tj = self.trainjobs.get(*key)
+        if tj is None:
+            return
+        message = f"TrainJob resources reconciliation failed: {str(err)[:950]}"
+        try:
+            self.raw_send(
+                reconcile.event(
+                    tj, "Warning", "TrainJobResourcesCreationFailed", message, self.now()
+                )
+            )
+        except api.ApiError as send_err:
+            log.warning("event: %s", send_err)
+
+    def start(self) -> None:
+        """Start the informers and workers; returns once the caches are synced."""
+        for inf in (self.workloads, self.pods, self.workflows, self.trainjobs):
+            inf.start()
+        for inf in self.caches.values():
+            while not inf.synced.wait(1.0):
+                if self.stopped.is_set():
+                    return
+        for i in range(self.config.workers):
+            threading.Thread(target=self.worker, name=f"worker-{i}", daemon=True).start()
+        log.info("controller started: caches synced, %d workers", self.config.workers)
+
+    def stop(self) -> None:
+        """Stop watching and close the queue."""
+        self.stopped.set()
+        for inf in self.caches.values():
+            inf.stopped.set()
+        self.queue.close()
+
+    @property
+    def ready(self) -> bool:
+        """All caches synced."""
+        return all(inf.synced.is_set() for inf in self.caches.values())
+
+
+def _rv(obj: Json) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def serve_http(bind: str, metrics: Metrics, ready: Callable[[], bool]) -> ThreadingHTTPServer:
+    """/healthz, /readyz, /metrics on ``host:port`` in a daemon thread."""
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path == "/metrics":
+                code, body, ctype = 200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST
+            elif self.path == "/healthz":
+                code, body, ctype = 200, b"ok", "text/plain"
+            elif self.path == "/readyz":
+                ok = ready()
+                code, body, ctype = (
+                    (200 if ok else 503),
+                    (b"ok" if ok else b"not ready"),
+                    "text/plain",
+                )
+            else:
+                code, body, ctype = 404, b"not found", "text/plain"
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return
+
+    host, _, port = bind.rpartition(":")
+    server = ThreadingHTTPServer((host.strip("[]") or "127.0.0.1", int(port)), Handler)
+    threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
+    return server
+
+
+def run(config: Config, kubeconfig: str | None = None, renderer: Renderer | None = None) -> int:
+    """Run until SIGTERM/SIGINT (0) or lost leadership (1)."""
+    from trainweave.integrations.cluster.executor import adapters_renderer
+    from trainweave.integrations.cluster.kube import KubeClient, load_configuration
+
+    metrics = Metrics()
+    client = KubeClient(load_configuration(kubeconfig), metrics)
+    ctl = Controller(
+        client.send,
+        client.stream,
+        renderer or adapters_renderer(config.default_queue),
+        config,
+        metrics,
+    )
+    elector = LeaderElector(
+        client.send,
+        config.lease_namespace,
+        config.lease_name,
+        config.identity,
+        config.lease_duration,
+        config.retry_period,
+    )
+    done = threading.Event()
+    exit_code = [0]
+
+    def on_signal(*_: object) -> None:
+        done.set()
+
+    def on_lost() -> None:
+        exit_code[0] = 1
+        done.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    server = serve_http(config.bind, metrics, lambda: ctl.ready or not elector.is_leader.is_set())
+    log.info("serving /healthz /readyz /metrics on %s", config.bind)
+    if config.leader_elect:
+        threading.Thread(target=lambda: elector.acquire() and done.is_set(), daemon=True).start()
+        while not elector.is_leader.wait(0.5):
+            if done.is_set():
+                elector.release()
+                server.shutdown()
+                return 0
+        elector.keep(on_lost)
+    threading.Thread(target=ctl.start, name="start", daemon=True).start()
+    done.wait()
+    ctl.stop()
+    if exit_code[0] == 0:
+        elector.release()
+    server.shutdown()
+    return exit_code[0]

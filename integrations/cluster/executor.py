@@ -1,0 +1,188 @@
+"""Carry out a ``reconcile.Plan``: send its requests, and start attempts.
+
+Starting resolves the runtime (the ``<tj>-runtime-snapshot`` ConfigMap when it
+exists, as upstream KEP-2599; else ``TrainingRuntime`` in the TrainJob's
+namespace or ``ClusterTrainingRuntime`` per ``runtimeRef.kind``), translates and
+renders through the adapters, and creates every child with create-or-adopt: a
+409 is accepted only when the existing object is controlled by this TrainJob,
+so a restarted controller never makes a second copy. Permanent input errors
+become ``Failed`` with the error's reason; API errors propagate (the controller
+emits a Warning Event and retries with backoff).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Protocol
+
+import yaml
+
+from trainweave import labels, sshkeys
+from trainweave.adapters import render
+from trainweave.errors import InputError, InputErrors
+from trainweave.integrations.views import api, reconcile
+from trainweave.integrations.views.rollup import set_condition
+from trainweave.labels import ConditionType, Reason
+
+Json = dict[str, Any]
+
+
+class Renderer(Protocol):
+    """TrainJob + runtime documents + options -> every object of one attempt segment."""
+
+    def __call__(self, trainjob: Json, runtime: Json, options: render.Options) -> list[Json]: ...
+
+
+def adapters_renderer(default_queue: str | None = None) -> Renderer:
+    """The real translation: inputs -> ``adapters.render.render`` (what ``trainweave render``
+    prints), with the controller's default queue."""
+
+    def run(trainjob: Json, runtime: Json, options: render.Options) -> list[Json]:
+        from trainweave import inputs
+
+        tj = inputs.parse_trainjob(_input(trainjob), "TrainJob")
+        rt = inputs.parse_runtime(_input(runtime), str(runtime.get("kind", "runtime")))
+        return render.render(tj, rt, dataclasses.replace(options, default_queue=default_queue))
+
+    return run
+
+
+def _input(doc: Json) -> Json:
+    meta = doc.get("metadata") or {}
+    keep = ("name", "namespace", "uid", "labels", "annotations")
+    return {
+        "apiVersion": doc.get("apiVersion"),
+        "kind": doc.get("kind"),
+        "metadata": {k: meta[k] for k in keep if k in meta},
+        "spec": doc.get("spec") or {},
+    }
+
+
+class Executor:
+    """Sends a plan's requests through ``send``; builds children with ``renderer``."""
+
+    def __init__(self, send: api.Send, renderer: Renderer, now: Callable[[], datetime]) -> None:
+        self.send = send
+        self.renderer = renderer
+        self.now = now
+
+    def run(self, plan: reconcile.Plan, trainjob: Json) -> None:
+        """Send everything in order; 404 on delete and status of a gone object is fine."""
+        for req in plan.requests:
+            self._send(req)
+        if plan.start is not None:
+            self.start(trainjob, plan.start)
+        for req in plan.after_start:
+            self._send(req)
+
+    def _send(self, req: api.Request) -> Json:
+        try:
+            return self.send(req)
+        except api.ApiError as err:
+            if err.not_found and req.method in ("DELETE", "PATCH"):
+                return {}
+            if err.conflict and req.method == "DELETE":
+                return {}  # uid precondition: a newer incarnation, not ours
+            raise
+
+    def start(self, trainjob: Json, st: reconcile.Start) -> None:
+        """Render and create-or-adopt the children of one attempt segment: exactly the
+        objects ``adapters.render`` gives, the Workflow last (its pods need the others)."""
+        meta = trainjob["metadata"]
+        options = render.Options(
+            attempt=st.attempt,
+            segment=st.segment,
+            skip_steps=st.skip_steps,
+            suspend=st.suspend,
+            owner=render.Owner(
+                str(trainjob["apiVersion"]), str(trainjob["kind"]), meta["name"], meta["uid"]
+            ),
+            ssh_keys=sshkeys.generate(),
+            exit_cleanup=False,
+        )
+        try:
+            runtime = self._runtime(trainjob)
+            objs = self.renderer(trainjob, runtime, options)
+        except InputErrors as errs:
+            self._fail(trainjob, errs.reason, str(errs.errors[0]))
+            return
+        for obj in sorted(objs, key=lambda o: o.get("kind") == "Workflow"):
+            self._create_or_adopt(obj, str(meta["uid"]))
+
+    def _runtime(self, trainjob: Json) -> Json:
+        meta = trainjob["metadata"]
+        ns = str(meta["namespace"])
+        try:
+            cm = self.send(api.get(api.CONFIGMAP, ns, f"{meta['name']}-runtime-snapshot"))
+            owners = {r.get("uid") for r in cm["metadata"].get("ownerReferences") or []}
+            text = (cm.get("data") or {}).get(labels.RUNTIME_SNAPSHOT_KEY)
+            if text and meta["uid"] in owners:
+                snap: Json = yaml.safe_load(text)
+                return snap
+        except api.ApiError as err:
+            if not err.not_found:
+                raise
+        ref = (trainjob.get("spec") or {}).get("runtimeRef") or {}
+        kind = str(ref.get("kind") or "ClusterTrainingRuntime")
+        name = str(ref.get("name") or "")
+        rkind = api.TRAINING_RUNTIME if kind == "TrainingRuntime" else api.CLUSTER_TRAINING_RUNTIME
+        try:
+            if api.valid_name(name):  # no object has another name: nothing to look up
+                return self.send(api.get(rkind, ns if rkind.namespaced else "", name))
+        except api.ApiError as err:
+            if not err.not_found:
+                raise
+        where = f" in namespace {ns}" if rkind.namespaced else ""
+        raise InputErrors(
+            [
+                InputError(
+                    "spec.runtimeRef.name",
+                    f"{kind} {name!r} not found{where}",
+                    reason=Reason.TRAINING_RUNTIME_NOT_FOUND,
+                )
+            ]
+        )
+
+    def _create_or_adopt(self, obj: Json, owner_uid: str) -> None:
+        kind = api.BY_KIND[str(obj["kind"])]
+        meta = obj["metadata"]
+        try:
+            self.send(api.create(kind, meta["namespace"], obj))
+            return
+        except api.ApiError as err:
+            if not err.conflict:
+                raise
+        if kind is api.SECRET:
+            # The controller may create Secrets but never read one (docs/security.md): the MPI
+            # SSH Secret of this name is taken as the one an earlier reconcile created.
+            return
+        existing = self.send(api.get(kind, meta["namespace"], meta["name"]))
+        refs = existing["metadata"].get("ownerReferences") or []
+        if not any(r.get("uid") == owner_uid and r.get("controller") for r in refs):
+            raise api.ApiError(
+                409,
+                "AlreadyExists",
+                {
+                    "message": f"{kind.kind} {meta['name']} "
+                    "exists and is not controlled by this TrainJob"
+                },
+            )
+
+    def _fail(self, trainjob: Json, reason: Reason, message: str) -> None:
+        meta = trainjob["metadata"]
+        now = self.now()
+        conds = list((trainjob.get("status") or {}).get("conditions") or [])
+        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        conds = set_condition(conds, ConditionType.FAILED, True, reason, message, stamp)
+        self._send(
+            api.merge_patch(
+                api.TRAINJOB,
+                meta["namespace"],
+                meta["name"],
+                {"status": {"conditions": conds}},
+                "status",
+            )
+        )
+        self._send(reconcile.event(trainjob, "Warning", reason.value, message, now))

@@ -1,0 +1,285 @@
+"""List+watch caches and a work queue (client-go's reflector/store/workqueue, small).
+
+An ``Informer`` lists a resource, then watches from the list's resourceVersion
+(bookmarks on), resumes from the last seen version when the server closes the
+watch, and relists on ``410 Gone`` or any error (after a backoff). Each change
+calls ``on_change(obj)``; the store is a dict with optional secondary indexes.
+``WorkQueue`` hands each key to one worker at a time, coalesces duplicates and
+delays retries with per-key exponential backoff.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from trainweave.integrations.views import api
+
+Json = dict[str, Any]
+Key = tuple[str, str]
+log = logging.getLogger("trainweave.controller")
+
+
+def key_of(obj: Json) -> Key:
+    """(namespace, name)."""
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+class Informer:
+    """A watched cache of one resource kind."""
+
+    def __init__(
+        self,
+        send: api.Send,
+        stream: Callable[[api.Request], Iterator[Json]],
+        kind: api.Kind,
+        *,
+        namespace: str = "",
+        selector: str = "",
+        on_change: Callable[[Json], None] = lambda obj: None,
+        indexes: dict[str, Callable[[Json], list[str]]] | None = None,
+        transform: Callable[[Json], Json] = lambda obj: obj,
+    ) -> None:
+        self.send, self.stream, self.kind = send, stream, kind
+        self.namespace, self.selector = namespace, selector
+        self.on_change = on_change
+        self.transform = transform
+        self.indexers = indexes or {}
+        self.store: dict[Key, Json] = {}
+        self.index: dict[str, dict[str, set[Key]]] = {n: {} for n in self.indexers}
+        self.lock = threading.RLock()
+        self.synced = threading.Event()
+        self.stopped = threading.Event()
+
+    # --- store -------------------------------------------------------------
+    def get(self, namespace: str, name: str) -> Json | None:
+        """The cached object, if any."""
+        with self.lock:
+            return self.store.get((namespace, name))
+
+    def by_index(self, index: str, value: str) -> list[Json]:
+        """Cached objects whose ``index`` function yields ``value``."""
+        with self.lock:
+            keys = self.index[index].get(value, set())
+            return [self.store[k] for k in keys if k in self.store]
+
+    def items(self) -> list[Json]:
+        """All cached objects."""
+        with self.lock:
+            return list(self.store.values())
+
+    def put(self, obj: Json) -> Json:
+        """Store ``transform(obj)`` (kept fields only); returns what was stored."""
+        obj = self.transform(obj)
+        self._put(obj)
+        return obj
+
+    def _known(self, obj: Json) -> bool:
+        """The store already holds this exact version of ``obj`` (same resourceVersion)."""
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        old = self.get(*key_of(obj))
+        return (
+            bool(rv)
+            and old is not None
+            and (old.get("metadata") or {}).get("resourceVersion") == rv
+        )
+
+    def _put(self, obj: Json) -> None:
+        key = key_of(obj)
+        with self.lock:
+            self._unindex(key)
+            self.store[key] = obj
+            for name, fn in self.indexers.items():
+                for value in fn(obj):
+                    self.index[name].setdefault(value, set()).add(key)
+
+    def _drop(self, key: Key) -> Json | None:
+        with self.lock:
+            self._unindex(key)
+            return self.store.pop(key, None)
+
+    def _unindex(self, key: Key) -> None:
+        old = self.store.get(key)
+        if old is None:
+            return
+        for name, fn in self.indexers.items():
+            for value in fn(old):
+                self.index[name].get(value, set()).discard(key)
+
+    # --- list + watch ---------------------------------------------------------
+    def relist(self) -> str:
+        """LIST (paged), replace the store, notify changes; the list's resourceVersion."""
+        items: list[Json] = []
+        cont = ""
+        while True:
+            params = {"limit": "500"} | ({"continue": cont} if cont else {})
+            page = self.send(api.list_(self.kind, self.namespace, self.selector, **params))
+            items += page.get("items") or []
+            cont = (page.get("metadata") or {}).get("continue") or ""
+            if not cont:
+                break
+        rv = str((page.get("metadata") or {}).get("resourceVersion") or "")
+        fresh = {key_of(i): i for i in items}
+        with self.lock:
+            gone = [k for k in self.store if k not in fresh]
+        for k in gone:
+            old = self._drop(k)
+            if old is not None:
+                self.on_change(old)
+        for obj in items:
+            obj.setdefault("apiVersion", self.kind.api_version)
+            obj.setdefault("kind", self.kind.kind)
+            self.on_change(self.put(obj))
+        self.synced.set()
+        return rv
+
+    def run(self) -> None:
+        """List, then watch forever (until ``stop``)."""
+        backoff = 0.5
+        rv = ""
+        while not self.stopped.is_set():
+            try:
+                if not rv:
+                    rv = self.relist()
+                rv = self._watch(rv)
+                backoff = 0.5
+            except api.ApiError as err:
+                if err.gone:
+                    rv = ""
+                    continue
+                log.warning("watch %s: %s", self.kind.plural, err)
+                rv = ""
+                self.stopped.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
+
+    def _watch(self, rv: str) -> str:
+        req = api.watch(self.kind, self.namespace, self.selector, rv)
+        for ev in self.stream(req):
+            if self.stopped.is_set():
+                break
+            etype, obj = ev.get("type"), ev.get("object") or {}
+            if etype == "ERROR":
+                raise api.ApiError(int(obj.get("code") or 500), str(obj.get("reason")), obj)
+            rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+            if etype == "BOOKMARK":
+                continue
+            if etype == "DELETED":
+                self._drop(key_of(obj))
+            elif self._known(obj):
+                continue  # our own write, already cached from its response: nothing new
+            else:
+                obj = self.put(obj)
+            self.on_change(obj)
+        return rv
+
+    def start(self) -> threading.Thread:
+        """Run in a daemon thread."""
+        t = threading.Thread(target=self.run, name=f"informer-{self.kind.plural}", daemon=True)
+        t.start()
+        return t
+
+
+class WorkQueue:
+    """Keys processed by one worker at a time; duplicates coalesce; delayed adds.
+
+    Two lanes: ``urgent`` keys (a Workflow just finished: its TrainJob's final status is what
+    users and dashboards wait for) are handed out before the rest, in arrival order; an urgent
+    add of a key already waiting moves it to the urgent lane (controller-runtime's priority
+    queue serves its high-priority items first the same way).
+    """
+
+    def __init__(self, base_delay: float = 0.2, max_delay: float = 60.0) -> None:
+        self.cond = threading.Condition()
+        self.ready: deque[Key] = deque()
+        self.urgent: deque[Key] = deque()
+        self.queued: set[Key] = set()
+        self.active: set[Key] = set()
+        self.dirty: set[Key] = set()
+        self.dirty_urgent: set[Key] = set()
+        self.delayed: list[tuple[float, Key]] = []
+        self.failures: dict[Key, int] = {}
+        self.base, self.max = base_delay, max_delay
+        self.closed = False
+
+    def add(self, key: Key, urgent: bool = False) -> None:
+        """Queue ``key`` now (once); ``urgent`` puts it ahead of the non-urgent keys."""
+        with self.cond:
+            if key in self.active:
+                self.dirty.add(key)
+                if urgent:
+                    self.dirty_urgent.add(key)
+            elif key not in self.queued:
+                self.queued.add(key)
+                (self.urgent if urgent else self.ready).append(key)
+                self.cond.notify()
+            elif urgent and key not in self.urgent:
+                self.ready.remove(key)
+                self.urgent.append(key)
+
+    def add_after(self, key: Key, delay: float) -> None:
+        """Queue ``key`` after ``delay`` seconds."""
+        with self.cond:
+            heapq.heappush(self.delayed, (time.monotonic() + delay, key))
+            self.cond.notify()
+
+    def retry(self, key: Key) -> float:
+        """Requeue after a failure, with exponential backoff; the delay used."""
+        n = self.failures.get(key, 0)
+        self.failures[key] = n + 1
+        delay = float(min(self.base * (2**n), self.max))
+        self.add_after(key, delay)
+        return delay
+
+    def forget(self, key: Key) -> None:
+        """Reset ``key``'s backoff after a success."""
+        self.failures.pop(key, None)
+
+    def __len__(self) -> int:
+        with self.cond:
+            return len(self.urgent) + len(self.ready)
+
+    def get(self) -> Key | None:
+        """Block for the next key (None once closed)."""
+        with self.cond:
+            while True:
+                if self.closed:
+                    return None
+                now = time.monotonic()
+                while self.delayed and self.delayed[0][0] <= now:
+                    _, key = heapq.heappop(self.delayed)
+                    if key not in self.queued and key not in self.active:
+                        self.queued.add(key)
+                        self.ready.append(key)
+                    elif key in self.active:
+                        self.dirty.add(key)
+                if self.urgent or self.ready:
+                    key = (self.urgent or self.ready).popleft()
+                    self.queued.discard(key)
+                    self.active.add(key)
+                    return key
+                timeout = self.delayed[0][0] - now if self.delayed else None
+                self.cond.wait(timeout)
+
+    def done(self, key: Key) -> None:
+        """Finished with ``key``; requeue it if it changed meanwhile."""
+        with self.cond:
+            self.active.discard(key)
+            if key in self.dirty:
+                self.dirty.discard(key)
+                self.queued.add(key)
+                urgent = key in self.dirty_urgent
+                self.dirty_urgent.discard(key)
+                (self.urgent if urgent else self.ready).append(key)
+                self.cond.notify()
+
+    def close(self) -> None:
+        """Wake all workers; ``get`` returns None."""
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()

@@ -1,0 +1,167 @@
+"""Prometheus metrics of the controller (prometheus-client), on their own registry.
+
+- ``trainweave_step_admission_wait_seconds{queue,role}``: Workload creation ->
+  QuotaReserved, observed once per step Workload;
+- ``trainweave_reserved_resource_seconds_total{cluster_queue,flavor,resource}``:
+  resource x holding seconds, added when a step stops holding quota (each series exists,
+  at 0, from the moment a step of it holds quota: ``Metrics.hold``);
+- ``trainweave_trainjobs{state}``: TrainJobs by Running/Suspended/Complete/Failed;
+- ``trainweave_step_waiting_since_seconds{namespace,trainjob,step,queue}``: creation time
+  (Unix seconds) of each step Workload waiting for quota now; ``time() - it`` is its wait;
+- ``trainweave_step_quota_leaked{namespace,trainjob,step,cluster_queue}``: 1 per step Workload
+  holding quota though its step is done for good (the controller is releasing it; a series
+  that stays is a leak: deploy/prometheus-rules.yaml alerts after 10 min);
+- ``trainweave_api_requests_total{verb,resource}``, ``trainweave_reconciles_total{result}``
+  and ``trainweave_reconcile_seconds``: the controller's own cost.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter as Tally
+from collections.abc import Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from trainweave.integrations.views import api
+from trainweave.integrations.views.quota import MetricEvent, StepQuota, parse_time
+
+WAIT_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
+STATES = ("Running", "Suspended", "Complete", "Failed")
+
+
+def _rest(path: str) -> list[str]:
+    """A REST path's segments after the group/version and namespace: ``[resource, name, sub]``."""
+    parts = [p for p in path.split("/") if p]
+    rest = parts[3:] if parts and parts[0] == "apis" else parts[2:]
+    if len(rest) >= 2 and rest[0] == "namespaces":
+        rest = rest[2:] if len(rest) > 2 else ["namespaces"]
+    return rest
+
+
+def resource_of(path: str) -> str:
+    """The plural resource of a REST path (``/api/v1/namespaces/x/pods/y`` -> pods)."""
+    rest = _rest(path)
+    return rest[0] if rest else ""
+
+
+def subresource_of(path: str) -> str:
+    """The subresource of a REST path (``.../trainjobs/x/status`` -> status), else ``""``."""
+    rest = _rest(path)
+    return rest[2] if len(rest) >= 3 else ""
+
+
+class Metrics:
+    """All metrics, plus in-process request tallies (reads/writes, for the benchmark)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "trainweave_api_requests",
+            "API requests sent",
+            ["verb", "resource", "subresource"],
+            registry=r,
+        )
+        self.admission_wait = Histogram(
+            "trainweave_step_admission_wait_seconds",
+            "Step Workload creation to QuotaReserved",
+            ["queue", "role"],
+            buckets=WAIT_BUCKETS,
+            registry=r,
+        )
+        self.reserved = Counter(
+            "trainweave_reserved_resource_seconds",
+            "Reserved quota x holding time of finished step Workloads",
+            ["cluster_queue", "flavor", "resource"],
+            registry=r,
+        )
+        self.trainjobs = Gauge("trainweave_trainjobs", "TrainJobs by state", ["state"], registry=r)
+        self.reconciles = Counter(
+            "trainweave_reconciles", "Reconciles by result", ["result"], registry=r
+        )
+        self.reconcile_seconds = Histogram(
+            "trainweave_reconcile_seconds", "Time per reconcile", registry=r
+        )
+        self.queue_depth = Gauge(
+            "trainweave_workqueue_depth", "TrainJob keys waiting for a worker", registry=r
+        )
+        self.waiting_since = Gauge(
+            "trainweave_step_waiting_since_seconds",
+            "Creation time of a step Workload waiting for quota (Unix seconds)",
+            ["namespace", "trainjob", "step", "queue"],
+            registry=r,
+        )
+        self.leaked = Gauge(
+            "trainweave_step_quota_leaked",
+            "Step Workload holding quota though its step is done for good",
+            ["namespace", "trainjob", "step", "cluster_queue"],
+            registry=r,
+        )
+        self.tally: Tally[str] = Tally()
+        self._lock = threading.Lock()
+        self._states: dict[str, str] = {}
+        self._steps: dict[str, tuple[set[tuple[str, ...]], set[tuple[str, ...]]]] = {}
+
+    def request(self, req: api.Request) -> None:
+        """Count one request (``watch`` for watch GETs)."""
+        watch = ("watch", "true") in req.query
+        verb = "watch" if watch else req.method.lower()
+        self.requests.labels(verb, resource_of(req.path), subresource_of(req.path)).inc()
+        with self._lock:
+            self.tally["watch" if watch else "write" if req.is_write else "read"] += 1
+
+    def apply(self, events: Iterable[MetricEvent]) -> None:
+        """Record the quota observations of a state change."""
+        for ev in events:
+            lbl = dict(ev.labels)
+            if ev.kind == "wait":
+                self.admission_wait.labels(**lbl).observe(ev.value)
+            elif ev.kind == "reserved":
+                self.reserved.labels(**lbl).inc(ev.value)
+
+    def hold(self, holding: Iterable[StepQuota]) -> None:
+        """Make the resource-seconds series of each step holding quota exist, at 0 until a
+        step of it ends: Prometheus' ``increase()`` counts nothing of a series' first sample,
+        so a series born with a step's total would lose that step's GPU-hours."""
+        for q in holding:
+            if q.cluster_queue:
+                for res in q.usage:
+                    self.reserved.labels(q.cluster_queue, q.flavors.get(res, ""), res)
+
+    def set_state(self, key: str, state: str | None) -> None:
+        """Track one TrainJob's state (None: gone) and refresh the gauge."""
+        with self._lock:
+            if state is None:
+                self._states.pop(key, None)
+            else:
+                self._states[key] = state
+            counts = Tally(self._states.values())
+        for s in STATES:
+            self.trainjobs.labels(s).set(counts.get(s, 0))
+
+    def set_steps(
+        self, key: str, waiting: Iterable[StepQuota] = (), leaked: Iterable[StepQuota] = ()
+    ) -> None:
+        """Replace one TrainJob's waiting and leaked step series (nothing: TrainJob gone)."""
+        ns, _, name = key.partition("/")
+        wait_series: dict[tuple[str, ...], float] = {}
+        for q in waiting:
+            created = parse_time(q.created)
+            if created is not None:
+                wait_series[(ns, name, q.step, q.queue)] = created.timestamp()
+        leak_series: set[tuple[str, ...]] = {
+            (ns, name, q.step, q.cluster_queue or q.queue) for q in leaked
+        }
+        with self._lock:
+            old_wait, old_leak = self._steps.pop(key, (set(), set()))
+            if wait_series or leak_series:
+                self._steps[key] = (set(wait_series), leak_series)
+            for lbl in old_wait - set(wait_series):
+                self.waiting_since.remove(*lbl)
+            for lbl in old_leak - leak_series:
+                self.leaked.remove(*lbl)
+            for lbl, value in wait_series.items():
+                self.waiting_since.labels(*lbl).set(value)
+            for lbl in leak_series:
+                self.leaked.labels(*lbl).set(1)

@@ -1,0 +1,1 @@
+"""The cluster-reading CLI commands: ``controller``, ``status``, ``queues``."""

@@ -1,0 +1,160 @@
+"""``trainweave status TRAINJOB`` and ``trainweave queues``: the cluster-reading commands.
+
+``status`` reads the live TrainJob, its Workflows and pods (label ``trainweave.io/trainjob``)
+and the step Workloads, folds them with the same pure functions the controller
+uses (``rollup``, ``quota``) and prints a table. Workloads that are gone are
+shown from the ``trainweave.io/quota`` annotation. ``queues`` lists ClusterQueues,
+LocalQueues, Workloads, TrainJobs and Workflows once (read only) and prints
+``queues_view``'s per-ClusterQueue view.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any, TextIO
+
+from trainweave import labels
+from trainweave.integrations.views import api, queues_view, quota
+from trainweave.integrations.views.argo_view import step_groups, view
+from trainweave.integrations.views.reconcile import group_of, quota_records
+from trainweave.integrations.views.rollup import Observed, owned, progress
+
+Json = dict[str, Any]
+
+
+def observe(send: api.Send, namespace: str, name: str) -> Observed:
+    """Read one TrainJob and its children from the API."""
+    tj = send(api.get(api.TRAINJOB, namespace, name))
+    sel = f"{labels.TRAINJOB}={name}"
+    wfs = send(api.list_(api.WORKFLOW, namespace, sel)).get("items") or []
+    pods = send(api.list_(api.POD, namespace, sel)).get("items") or []
+    groups = {g for wf in wfs for g in step_groups(wf)} | {group_of(p) for p in pods}
+    workloads = []
+    for g in sorted(groups - {""}):
+        try:
+            workloads.append(send(api.get(api.WORKLOAD, namespace, g)))
+        except api.ApiError as err:
+            if not err.not_found:
+                raise
+    return Observed(tj, tuple(wfs), tuple(pods), tuple(workloads))
+
+
+def render(obs: Observed, now: datetime, out: TextIO) -> None:
+    """Print the status report of ``obs``."""
+    tj = obs.trainjob
+    meta = tj["metadata"]
+    conds = (tj.get("status") or {}).get("conditions") or []
+    state = conds[-1]["type"] if conds else "Created"
+    prog = progress(obs)
+    out.write(f"TrainJob {meta['namespace']}/{meta['name']}  state: {state}  ")
+    out.write(f"attempt: {prog.attempt + 1} (maxRestarts {prog.max_restarts})\n")
+    for c in conds:
+        out.write(f"  {c['type']}={c['status']} {c.get('reason', '')}: {c.get('message', '')}\n")
+    live = {q.workload: q for q in quota_records(obs, now)}
+    ann = (meta.get("annotations") or {}).get(labels.QUOTA_ANNOTATION)
+    records = quota.merge(quota.decode(ann), live.values())
+    by_group = {q.workload: q for q in records}
+    rows = [
+        ("STEP", "ROLE", "PHASE", "QUEUE", "CLUSTERQUEUE", "ADMISSION", "WAIT", "HOLD", "GPU-h")
+    ]
+    for wf in owned(tj, obs.workflows):
+        v = view(wf)
+        for group, info in step_groups(wf).items():
+            step = v.steps.get(str(info["step"]))
+            q = by_group.get(group)
+            admission = "-"
+            if q is not None:
+                admission = q.state + (f" ({q.reason})" if q.reason else "")
+            rows.append(
+                (
+                    f"{info['step']}" + (f" [{v.name}]" if len(obs.workflows) > 1 else ""),
+                    str(info.get("role", "")),
+                    (step.phase if step else "") or "Pending",
+                    str(info.get("queue", "")),
+                    q.cluster_queue if q and q.cluster_queue else "-",
+                    admission,
+                    quota.format_duration(q.wait_seconds) if q else "-",
+                    quota.format_duration(q.hold_seconds) if q else "-",
+                    f"{q.gpu_hours:.3f}" if q else "-",
+                )
+            )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        out.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
+    tot = quota.totals(records)
+    out.write(
+        f"total admission wait: {quota.format_duration(tot['waitSeconds'])}  GPU-hours: {tot['gpuHours']:.3f}\n"
+    )
+    for js in (tj.get("status") or {}).get("jobsStatus") or []:
+        out.write(
+            f"  job {js['name']}: active={js['active']} ready={js['ready']} "
+            f"succeeded={js['succeeded']} failed={js['failed']} suspended={js['suspended']}\n"
+        )
+
+
+def main(name: str, namespace: str, kubeconfig: str | None, out: TextIO) -> int:
+    """The ``status`` command."""
+    from trainweave.integrations.cluster.kube import KubeClient, load_configuration
+
+    client = KubeClient(load_configuration(kubeconfig))
+    try:
+        obs = observe(client.send, namespace, name)
+    except api.ApiError as err:
+        out.write(f"error: {err}\n")
+        return 1
+    render(obs, datetime.now(timezone.utc), out)
+    return 0
+
+
+def list_all(send: api.Send, kind: api.Kind, namespace: str = "", selector: str = "") -> list[Json]:
+    """Every item of a collection, paged 500 at a time."""
+    items: list[Json] = []
+    cont = ""
+    while True:
+        params = {"limit": "500"} | ({"continue": cont} if cont else {})
+        page = send(api.list_(kind, namespace, selector, **params))
+        items += page.get("items") or []
+        cont = (page.get("metadata") or {}).get("continue") or ""
+        if not cont:
+            return items
+
+
+def read_queues(send: api.Send, namespace: str = "") -> queues_view.Cluster:
+    """One read of what ``trainweave queues`` shows (``namespace`` empty: all)."""
+    return queues_view.Cluster(
+        cluster_queues=tuple(list_all(send, api.CLUSTER_QUEUE)),
+        local_queues=tuple(list_all(send, api.LOCAL_QUEUE, namespace)),
+        workloads=tuple(list_all(send, api.WORKLOAD, namespace)),
+        trainjobs=tuple(list_all(send, api.TRAINJOB, namespace)),
+        workflows=tuple(list_all(send, api.WORKFLOW, namespace, labels.TRAINJOB)),
+    )
+
+
+def queues(
+    send: api.Send, now: datetime, out: TextIO, namespace: str, cluster_queue: str, output: str
+) -> int:
+    """The ``queues`` command on ``send``: 0, or 1 on an API error."""
+    try:
+        cluster = read_queues(send, namespace)
+    except api.ApiError as err:
+        out.write(f"error: {err}\n")
+        return 1
+    view = queues_view.queues_view(cluster, now, namespace, cluster_queue)
+    if output == "json":
+        json.dump(queues_view.to_json(view, now), out, indent=2)
+        out.write("\n")
+    else:
+        out.write(queues_view.format_table(view))
+    return 0
+
+
+def queues_main(
+    namespace: str, cluster_queue: str, output: str, kubeconfig: str | None, out: TextIO
+) -> int:
+    """The ``queues`` command against the cluster of ``kubeconfig``."""
+    from trainweave.integrations.cluster.kube import KubeClient, load_configuration
+
+    client = KubeClient(load_configuration(kubeconfig))
+    now = datetime.now(timezone.utc)
+    return queues(client.send, now, out, namespace, cluster_queue, output)

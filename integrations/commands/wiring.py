@@ -1,0 +1,112 @@
+"""CLI wiring of the cluster commands: ``trainweave controller``, ``status`` and ``queues``.
+
+``add_commands(subparsers)`` registers them; handlers import the controller
+modules (kubernetes, prometheus-client) only when run, so ``trainweave render``
+starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+
+from trainweave.errors import InputError, InputErrors
+
+# a namespace or ClusterQueue name: an RFC 1123 label / subdomain (apimachinery validation)
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``controller``, ``status`` and ``queues`` on the CLI's subparsers."""
+    ctl = subparsers.add_parser(
+        "controller",
+        help="run the reconciler: TrainJobs -> Argo Workflows + Kueue, status back",
+        description="Watch TrainJobs and run them as Argo Workflows with per-step Kueue "
+        "admission; roll Workflow, pod and Workload state back into TrainJob status.",
+    )
+    ctl.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
+    ctl.add_argument("--namespace", default="", help="watch one namespace (default: all)")
+    ctl.add_argument(
+        "--bind",
+        default="127.0.0.1:8080",
+        help="address of /healthz, /readyz, /metrics (default: loopback 127.0.0.1:8080)",
+    )
+    ctl.add_argument("--workers", type=int, default=2)
+    ctl.add_argument("--default-queue", default=None, help="LocalQueue for steps without one")
+    ctl.add_argument("--no-leader-elect", action="store_true", help="act without a Lease")
+    ctl.add_argument(
+        "--lease-namespace", default=os.environ.get("POD_NAMESPACE", "trainweave-system")
+    )
+    ctl.add_argument("--lease-name", default="trainweave-controller")
+    ctl.add_argument("--identity", default=None, help="leader election identity (default host-pid)")
+    ctl.add_argument("--log-level", default="INFO")
+    ctl.set_defaults(handler=_controller)
+
+    st = subparsers.add_parser(
+        "status", help="steps, phases, admission, waits and GPU-hours of a live TrainJob"
+    )
+    st.add_argument("trainjob")
+    st.add_argument("-n", "--namespace", default="default")
+    st.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
+    st.set_defaults(handler=_status)
+
+    qs = subparsers.add_parser(
+        "queues",
+        help="per ClusterQueue and namespace: pipelines holding quota, steps waiting (read only)",
+        description="The Kueue admin's view: for each ClusterQueue and namespace, the "
+        "TrainJobs whose steps hold its quota or wait for it, how long each step waited "
+        "and the GPU-hours it has held.",
+    )
+    qs.add_argument("-n", "--namespace", default="", help="one namespace (default: all)")
+    qs.add_argument("--cluster-queue", default="", help="one ClusterQueue (default: all)")
+    qs.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    qs.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
+    qs.set_defaults(handler=_queues)
+
+
+def _controller(args: argparse.Namespace) -> int:
+    import logging
+
+    from trainweave.integrations.cluster import controller
+
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    fields = {
+        "namespace": args.namespace,
+        "bind": args.bind,
+        "workers": args.workers,
+        "default_queue": args.default_queue,
+        "leader_elect": not args.no_leader_elect,
+        "lease_namespace": args.lease_namespace,
+        "lease_name": args.lease_name,
+    }
+    if args.identity:
+        fields["identity"] = args.identity
+    return controller.run(controller.Config(**fields), kubeconfig=args.kubeconfig)
+
+
+def _status(args: argparse.Namespace) -> int:
+    from trainweave.integrations.commands import status_cli
+
+    return status_cli.main(args.trainjob, args.namespace, args.kubeconfig, sys.stdout)
+
+
+def _queues(args: argparse.Namespace) -> int:
+    errors = [
+        InputError(flag, f"{value!r} is not a valid Kubernetes name", "(command line)")
+        for flag, value in (
+            ("--namespace", args.namespace),
+            ("--cluster-queue", args.cluster_queue),
+        )
+        if value and (len(value) > 253 or not _NAME.fullmatch(value))
+    ]
+    if errors:
+        raise InputErrors(errors)
+    from trainweave.integrations.commands import status_cli
+
+    return status_cli.queues_main(
+        args.namespace, args.cluster_queue, args.output, args.kubeconfig, sys.stdout
+    )

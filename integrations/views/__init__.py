@@ -1,0 +1,1 @@
+"""Cluster objects read as trainweave terms, and the decisions taken on them. Pure."""

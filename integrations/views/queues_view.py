@@ -1,0 +1,353 @@
+"""``trainweave queues``: the Kueue admin's view, per ClusterQueue and namespace. Pure.
+
+Maps what one read of the cluster shows onto, per ClusterQueue (Kueue v1beta2
+``clusterqueues``: ``spec.resourceGroups`` nominal quota, ``status.flavorsReservation``,
+``status.admittedWorkloads`` / ``pendingWorkloads``) and per namespace, the
+pipelines (TrainJobs) with a step holding its quota or waiting for it. A Workload's
+ClusterQueue is ``status.admission.clusterQueue``, else its LocalQueue's
+``spec.clusterQueue`` (``<namespace>/<spec.queueName>``). Step facts are the
+controller's own (``reconcile.quota_records`` -> ``quota.StepQuota``): state and
+Kueue's ``QuotaReserved=False`` reason, wait (creation -> ``QuotaReserved``, or -> now
+while waiting), holding time and GPU-hours; a pipeline's GPU-hours also count its
+steps that are gone (the ``trainweave.io/quota`` annotation, ``quota.merge``).
+Workloads that are no TrainJob's step are counted as ``other``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from trainweave import labels
+from trainweave.integrations.views import quota
+from trainweave.integrations.views.reconcile import quota_records, state_of
+from trainweave.integrations.views.rollup import Observed
+
+Json = dict[str, Any]
+UNKNOWN = ""  # the ClusterQueue of a waiting Workload whose LocalQueue is missing
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """One read of the cluster (wire dicts, any namespaces)."""
+
+    cluster_queues: tuple[Json, ...] = ()
+    local_queues: tuple[Json, ...] = ()
+    workloads: tuple[Json, ...] = ()
+    trainjobs: tuple[Json, ...] = ()
+    workflows: tuple[Json, ...] = ()
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """One step Workload holding quota or waiting for it."""
+
+    quota: quota.StepQuota
+    waited_seconds: float | None  # creation -> QuotaReserved, or -> now while waiting
+
+    @property
+    def waiting(self) -> bool:
+        """No quota yet (Pending, or Evicted and requeued)."""
+        return self.quota.state in quota.WAITING
+
+
+@dataclass(frozen=True)
+class PipelineRow:
+    """A TrainJob with steps in one ClusterQueue."""
+
+    trainjob: str
+    state: str  # Running | Suspended | Complete | Failed
+    gpu_hours: float  # all its steps, gone ones included
+    steps: tuple[StepRow, ...]
+
+
+@dataclass(frozen=True)
+class NamespaceRow:
+    """One namespace's use of one ClusterQueue."""
+
+    namespace: str
+    local_queues: tuple[str, ...] = ()
+    pipelines: tuple[PipelineRow, ...] = ()
+    other_admitted: int = 0
+    other_pending: int = 0
+
+
+@dataclass(frozen=True)
+class QuotaLine:
+    """Reserved / nominal of one flavor's resource (quantity strings as Kueue writes them)."""
+
+    flavor: str
+    resource: str
+    nominal: str
+    reserved: str
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """One ClusterQueue: its quota and the namespaces using it."""
+
+    name: str
+    cohort: str = ""
+    admitted: int = 0
+    pending: int = 0
+    quota: tuple[QuotaLine, ...] = ()
+    namespaces: tuple[NamespaceRow, ...] = field(default_factory=tuple)
+
+
+def _meta(obj: Json) -> Json:
+    return dict(obj.get("metadata") or {})
+
+
+def _quota_lines(cq: Json) -> tuple[QuotaLine, ...]:
+    nominal: dict[tuple[str, str], str] = {}
+    for group in (cq.get("spec") or {}).get("resourceGroups") or []:
+        for flavor in group.get("flavors") or []:
+            for res in flavor.get("resources") or []:
+                nominal[(str(flavor.get("name")), str(res.get("name")))] = str(
+                    res.get("nominalQuota", "0")
+                )
+    reserved: dict[tuple[str, str], str] = {}
+    for flavor in (cq.get("status") or {}).get("flavorsReservation") or []:
+        for res in flavor.get("resources") or []:
+            reserved[(str(flavor.get("name")), str(res.get("name")))] = str(res.get("total", "0"))
+    keys = list(nominal) + [k for k in reserved if k not in nominal]
+    return tuple(
+        QuotaLine(f, r, nominal.get((f, r), "0"), reserved.get((f, r), "0")) for f, r in keys
+    )
+
+
+def _records(
+    cluster: Cluster, now: datetime
+) -> dict[tuple[str, str], tuple[Json, quota.StepQuota]]:
+    """(namespace, Workload name) -> (TrainJob, its StepQuota) for every step Workload."""
+    by_ns: dict[str, list[Json]] = defaultdict(list)
+    for wl in cluster.workloads:
+        by_ns[str(_meta(wl).get("namespace", ""))].append(wl)
+    wfs: dict[tuple[str, str], list[Json]] = defaultdict(list)
+    for wf in cluster.workflows:
+        meta = _meta(wf)
+        tj_name = (meta.get("labels") or {}).get(labels.TRAINJOB, "")
+        wfs[(str(meta.get("namespace", "")), str(tj_name))].append(wf)
+    out = {}
+    for tj in cluster.trainjobs:
+        meta = _meta(tj)
+        ns, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+        obs = Observed(tj, tuple(wfs[(ns, name)]), (), tuple(by_ns[ns]))
+        for q in quota_records(obs, now):
+            out[(ns, q.workload)] = (tj, q)
+    return out
+
+
+def _state(tj: Json) -> str:
+    conds = list((tj.get("status") or {}).get("conditions") or [])
+    return state_of(conds, bool((tj.get("spec") or {}).get("suspend")))
+
+
+def queues_view(
+    cluster: Cluster, now: datetime, namespace: str = "", cluster_queue: str = ""
+) -> tuple[QueueRow, ...]:
+    """Per ClusterQueue (by name; a missing LocalQueue's Workloads last, under ``UNKNOWN``),
+    per namespace: pipelines holding or waiting for its quota and other Workloads. With
+    ``namespace`` / ``cluster_queue``, only those. Pure."""
+    lq_cq = {
+        (str(_meta(lq).get("namespace", "")), str(_meta(lq).get("name", ""))): str(
+            (lq.get("spec") or {}).get("clusterQueue") or ""
+        )
+        for lq in cluster.local_queues
+    }
+    records = _records(cluster, now)
+    live: dict[tuple[str, str], list[quota.StepQuota]] = defaultdict(list)
+    for (ns, _), (tj, q) in records.items():
+        live[(ns, str(_meta(tj).get("name", "")))].append(q)
+    # (cq, ns) -> trainjob name -> rows; (cq, ns) -> [admitted, pending] of other Workloads
+    steps: dict[tuple[str, str], dict[str, list[StepRow]]] = defaultdict(lambda: defaultdict(list))
+    tjs: dict[tuple[str, str], Json] = {}
+    others: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for wl in cluster.workloads:
+        meta = _meta(wl)
+        ns, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+        admission = (wl.get("status") or {}).get("admission") or {}
+        lq = str((wl.get("spec") or {}).get("queueName") or "")
+        cq = str(admission.get("clusterQueue") or lq_cq.get((ns, lq), UNKNOWN))
+        found = records.get((ns, name))
+        if found is None:
+            q = quota.step_quota(wl, {}, now)
+            if q.state in quota.HOLDING:
+                others[(cq, ns)][0] += 1
+            elif q.state in quota.WAITING:
+                others[(cq, ns)][1] += 1
+            continue
+        tj, q = found
+        if q.state in quota.WAITING:
+            created = quota.parse_time(q.created)
+            waited = max(0.0, (now - created).total_seconds()) if created else None
+        elif q.state in quota.HOLDING:
+            waited = q.wait_seconds
+        else:
+            continue  # finished: holds nothing
+        tj_name = str(_meta(tj).get("name", ""))
+        steps[(cq, ns)][tj_name].append(StepRow(q, waited))
+        tjs[(ns, tj_name)] = tj
+    cqs = {str(_meta(c).get("name", "")): c for c in cluster.cluster_queues}
+    names = sorted(set(cqs) | {cq for cq, _ in steps} | {cq for cq, _ in others} - {UNKNOWN})
+    if UNKNOWN in {cq for cq, _ in steps} | {cq for cq, _ in others}:
+        names.append(UNKNOWN)
+    out = []
+    for cq_name in names:
+        if cluster_queue and cq_name != cluster_queue:
+            continue
+        namespaces = sorted(
+            {lns for (lns, _), c in lq_cq.items() if c == cq_name}
+            | {ns for c, ns in steps if c == cq_name}
+            | {ns for c, ns in others if c == cq_name}
+        )
+        rows = []
+        for ns in namespaces:
+            if namespace and ns != namespace:
+                continue
+            by_tj = steps.get((cq_name, ns), {})
+            pipelines = []
+            for tj_name in sorted(by_tj):
+                tj = tjs[(ns, tj_name)]
+                ann = (_meta(tj).get("annotations") or {}).get(labels.QUOTA_ANNOTATION)
+                merged = quota.merge(quota.decode(ann), live[(ns, tj_name)])
+                total = float(quota.totals(merged)["gpuHours"])
+                ordered = sorted(by_tj[tj_name], key=lambda r: (r.waiting, r.quota.step))
+                pipelines.append(PipelineRow(tj_name, _state(tj), total, tuple(ordered)))
+            lqs = tuple(sorted(n for (lns, n), c in lq_cq.items() if lns == ns and c == cq_name))
+            admitted, pending = others.get((cq_name, ns), [0, 0])
+            rows.append(NamespaceRow(ns, lqs, tuple(pipelines), admitted, pending))
+        if namespace and not rows:
+            continue
+        cq_obj = cqs.get(cq_name, {})
+        status = cq_obj.get("status") or {}
+        out.append(
+            QueueRow(
+                name=cq_name,
+                cohort=str((cq_obj.get("spec") or {}).get("cohortName") or ""),
+                admitted=int(status.get("admittedWorkloads") or 0),
+                pending=int(status.get("pendingWorkloads") or 0),
+                quota=_quota_lines(cq_obj),
+                namespaces=tuple(rows),
+            )
+        )
+    return tuple(out)
+
+
+def to_json(view: tuple[QueueRow, ...], now: datetime) -> Json:
+    """The ``-o json`` document (camelCase, seconds, GPU-hours)."""
+
+    def step(r: StepRow) -> Json:
+        q = r.quota
+        return {
+            "step": q.step,
+            "role": q.role,
+            "workload": q.workload,
+            "queue": q.queue,
+            "state": q.state,
+            "reason": q.reason,
+            "message": q.message,
+            "waitedSeconds": r.waited_seconds,
+            "heldSeconds": q.hold_seconds,
+            "gpuHours": round(q.gpu_hours, 6),
+            "usage": q.usage,
+        }
+
+    return {
+        "now": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "clusterQueues": [
+            {
+                "name": cq.name,
+                "cohort": cq.cohort,
+                "admittedWorkloads": cq.admitted,
+                "pendingWorkloads": cq.pending,
+                "quota": [
+                    {
+                        "flavor": x.flavor,
+                        "resource": x.resource,
+                        "nominal": x.nominal,
+                        "reserved": x.reserved,
+                    }
+                    for x in cq.quota
+                ],
+                "namespaces": [
+                    {
+                        "namespace": ns.namespace,
+                        "localQueues": list(ns.local_queues),
+                        "pipelines": [
+                            {
+                                "trainjob": p.trainjob,
+                                "state": p.state,
+                                "gpuHours": p.gpu_hours,
+                                "steps": [step(s) for s in p.steps],
+                            }
+                            for p in ns.pipelines
+                        ],
+                        "otherWorkloads": {
+                            "admitted": ns.other_admitted,
+                            "pending": ns.other_pending,
+                        },
+                    }
+                    for ns in cq.namespaces
+                ],
+            }
+            for cq in view
+        ],
+    }
+
+
+def format_table(view: tuple[QueueRow, ...]) -> str:
+    """The default output: per ClusterQueue a quota line, then one row per step."""
+    if not view:
+        return "no ClusterQueues\n"
+    lines: list[str] = []
+    for cq in view:
+        title = cq.name or "(no ClusterQueue: LocalQueue missing)"
+        head = f"ClusterQueue {title}"
+        if cq.name:
+            head += f"  cohort: {cq.cohort or '-'}  admitted: {cq.admitted}  pending: {cq.pending}"
+        lines.append(head)
+        for flavor in dict.fromkeys(x.flavor for x in cq.quota):
+            used = ", ".join(
+                f"{x.resource} {x.reserved}/{x.nominal}" for x in cq.quota if x.flavor == flavor
+            )
+            lines.append(f"  {flavor}: {used} reserved/nominal")
+        rows = [("NAMESPACE", "TRAINJOB", "STEP", "ROLE", "QUEUE", "STATE", "WAITED", "HELD",
+                 "GPU-h", "PIPELINE GPU-h")]  # fmt: skip
+        notes = []
+        for ns in cq.namespaces:
+            for p in ns.pipelines:
+                for sr in p.steps:
+                    q = sr.quota
+                    state = q.state + (f" ({q.reason})" if q.reason else "")
+                    rows.append(
+                        (
+                            ns.namespace,
+                            f"{p.trainjob} [{p.state}]",
+                            q.step,
+                            q.role,
+                            q.queue,
+                            state,
+                            quota.format_duration(sr.waited_seconds),
+                            "-" if sr.waiting else quota.format_duration(q.hold_seconds),
+                            "-" if sr.waiting else f"{q.gpu_hours:.3f}",
+                            f"{p.gpu_hours:.3f}",
+                        )
+                    )
+            if ns.other_admitted or ns.other_pending:
+                notes.append(
+                    f"  {ns.namespace}: other Workloads {ns.other_admitted} admitted, "
+                    f"{ns.other_pending} pending"
+                )
+        if len(rows) == 1:
+            lines.append("  no pipeline holds or waits for this quota")
+        else:
+            widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+            for r in rows:
+                cells = zip(r, widths, strict=True)
+                lines.append(("  " + "  ".join(c.ljust(w) for c, w in cells)).rstrip())
+        lines += notes
+        lines.append("")
+    return "\n".join(lines)

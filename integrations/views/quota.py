@@ -1,0 +1,299 @@
+"""Quota accounting from Kueue Workloads (``kueue.x-k8s.io/v1beta2``). Pure.
+
+One ``StepQuota`` per step Workload (a step's pod group: Workload name = group
+name, kueue ``pod_controller.go``): its LocalQueue (``spec.queueName``),
+ClusterQueue and flavors (``status.admission``), ``resourceUsage`` (summed over
+``podSetAssignments``), waiting time (creation -> ``QuotaReserved=True``),
+holding time (``QuotaReserved=True`` -> ``Finished=True``, else ``now``) and
+resource-seconds (usage x holding). Condition types and reasons are Kueue's
+(``apis/kueue/v1beta2/workload_types.go``). The TrainJob keeps the summary in
+the ``trainweave.io/quota`` annotation, which also remembers Workloads that are
+gone (released or garbage-collected): their last record stays, marked
+``Released``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from trainweave.adapters.kueue.hours import is_gpu
+from trainweave.quantity import QuantityError, parse
+
+Json = dict[str, Any]
+
+PENDING = "Pending"
+RESERVED = "QuotaReserved"
+ADMITTED = "Admitted"
+EVICTED = "Evicted"
+FINISHED = "Finished"
+RELEASED = "Released"
+HOLDING = frozenset({RESERVED, ADMITTED})
+WAITING = frozenset({PENDING, EVICTED})
+# Waits that no amount of waiting ends: the LocalQueue or ClusterQueue is missing or inactive,
+# or the request exceeds what the ClusterQueue (and cohort) can ever lend. Kueue v0.19.2 says so
+# with reason ``Inadmissible`` ("LocalQueue nope doesn't exist"), or reason ``Pending`` and a
+# message ending "> maximum capacity (16)" (found on the engines, tests/e2e/test_hostile.py); its
+# API also declares ``ExceedsMaxQuota``, ``NoMatchingFlavor`` and ``Misconfigured`` for this,
+# which newer versions set. The step keeps waiting, as Kueue keeps the Workload (an admin may
+# raise a quota or make the queue), but the Event is a Warning.
+NEEDS_ADMIN = frozenset({"Inadmissible", "ExceedsMaxQuota", "NoMatchingFlavor", "Misconfigured"})
+BEYOND_CAPACITY = "> maximum capacity"
+
+
+def needs_admin(q: StepQuota) -> bool:
+    """``q`` waits for something only an admin can give (see NEEDS_ADMIN)."""
+    return q.reason in NEEDS_ADMIN or BEYOND_CAPACITY in q.message
+
+
+DONE = frozenset({FINISHED, RELEASED})
+
+
+@dataclass(frozen=True)
+class StepQuota:
+    """Quota facts of one step Workload (one attempt)."""
+
+    workload: str
+    step: str = ""
+    role: str = ""
+    attempt: int = 0
+    queue: str = ""
+    cluster_queue: str = ""
+    state: str = PENDING
+    reason: str = ""  # Kueue's QuotaReserved=False reason while waiting
+    message: str = ""
+    flavors: dict[str, str] = field(default_factory=dict)
+    usage: dict[str, str] = field(default_factory=dict)
+    created: str = ""
+    reserved_at: str = ""
+    finished_at: str = ""
+    wait_seconds: float | None = None
+    hold_seconds: float = 0.0
+    resource_seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def gpu_hours(self) -> float:
+        """Reserved GPU-hours (any resource whose name contains ``gpu``)."""
+        return sum(v for k, v in self.resource_seconds.items() if is_gpu(k)) / 3600
+
+
+def parse_time(value: str) -> datetime | None:
+    """An RFC 3339 timestamp as Kubernetes writes it, or None."""
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _condition(workload: Json, ctype: str) -> Json | None:
+    for cond in (workload.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == ctype:
+            return dict(cond)
+    return None
+
+
+def _true(cond: Json | None) -> bool:
+    return cond is not None and cond.get("status") == "True"
+
+
+def _since(cond: Json | None) -> str:
+    """lastTransitionTime of a True condition, else ""."""
+    if cond is None or cond.get("status") != "True":
+        return ""
+    return str(cond.get("lastTransitionTime") or "")
+
+
+def step_quota(workload: Json, info: Mapping[str, Any], now: datetime) -> StepQuota:
+    """Quota facts of one Workload; ``info`` is ``{step, role, attempt}`` of its group."""
+    meta = workload.get("metadata") or {}
+    status = workload.get("status") or {}
+    admission = status.get("admission") or {}
+    reserved = _condition(workload, "QuotaReserved")
+    finished = _condition(workload, "Finished")
+    admitted = _condition(workload, "Admitted")
+    evicted = _condition(workload, "Evicted")
+    flavors: dict[str, str] = {}
+    usage: dict[str, Any] = {}
+    for psa in admission.get("podSetAssignments") or []:
+        flavors.update(psa.get("flavors") or {})
+        for res, qty in (psa.get("resourceUsage") or {}).items():
+            usage[res] = usage.get(res, 0) + _num(qty)
+    if _true(finished):
+        state = FINISHED
+    elif _true(admitted):
+        state = ADMITTED
+    elif _true(reserved):
+        state = RESERVED
+    elif _true(evicted):
+        state = EVICTED
+    else:
+        state = PENDING
+    created = str(meta.get("creationTimestamp") or "")
+    reserved_at = _since(reserved)
+    finished_at = _since(finished)
+    if state == FINISHED and not reserved_at and admission:
+        # Kueue keeps QuotaReserved=True on a Finished Workload; be lenient if not.
+        reserved_at = finished_at
+    wait = _seconds(created, reserved_at) if reserved_at else None
+    end = parse_time(finished_at) or now
+    start = parse_time(reserved_at)
+    hold = max(0.0, (end - start).total_seconds()) if start else 0.0
+    waiting = state in (PENDING, EVICTED) and reserved is not None
+    return StepQuota(
+        workload=str(meta.get("name", "")),
+        step=str(info.get("step", "")),
+        role=str(info.get("role", "")),
+        attempt=int(info.get("attempt", 0)),
+        queue=str((workload.get("spec") or {}).get("queueName") or ""),
+        cluster_queue=str(admission.get("clusterQueue") or ""),
+        state=state,
+        reason=str(reserved.get("reason", "")) if waiting and reserved is not None else "",
+        message=str(reserved.get("message", "")) if waiting and reserved is not None else "",
+        flavors=dict(sorted(flavors.items())),
+        usage={k: _fmt(v) for k, v in sorted(usage.items())},
+        created=created,
+        reserved_at=reserved_at,
+        finished_at=finished_at,
+        wait_seconds=wait,
+        hold_seconds=round(hold, 3),
+        resource_seconds={k: round(float(v) * hold, 3) for k, v in sorted(usage.items())},
+    )
+
+
+def merge(previous: Iterable[StepQuota], current: Iterable[StepQuota]) -> list[StepQuota]:
+    """Current records, plus previous ones whose Workload is gone (marked Released)."""
+    now = {(q.workload, q.created): q for q in current}
+    merged = dict(now)
+    for old in previous:
+        key = (old.workload, old.created)
+        if key in now:
+            continue
+        merged[key] = old if old.state in DONE else replace(old, state=RELEASED)
+    return sorted(merged.values(), key=lambda q: (q.attempt, q.created, q.workload))
+
+
+def signature(records: Iterable[StepQuota]) -> list[tuple[str, str, str, str]]:
+    """What "a step changed state" compares: (workload, created, state, waiting reason).
+
+    A Workload re-created under the same name (a resumed step) is a new record; Kueue's
+    ``QuotaReserved=False`` reason arriving after creation is a change (it is what
+    ``trainweave status`` and the waiting Event show).
+    """
+    return sorted((q.workload, q.created, q.state, q.reason) for q in records)
+
+
+def totals(records: Iterable[StepQuota]) -> Json:
+    """Sums per TrainJob and per ClusterQueue."""
+    wait = 0.0
+    gpu_hours = 0.0
+    by_cq: dict[str, dict[str, float]] = {}
+    for q in records:
+        wait += q.wait_seconds or 0.0
+        gpu_hours += q.gpu_hours
+        cq = by_cq.setdefault(q.cluster_queue or q.queue, {})
+        for res, secs in q.resource_seconds.items():
+            cq[res] = round(cq.get(res, 0.0) + secs, 3)
+    return {
+        "waitSeconds": round(wait, 3),
+        "gpuHours": round(gpu_hours, 6),
+        "resourceSeconds": by_cq,
+    }
+
+
+def encode(records: Iterable[StepQuota]) -> str:
+    """The ``trainweave.io/quota`` annotation value: compact JSON."""
+    recs = list(records)
+    steps = [{_camel(k): v for k, v in asdict(q).items() if v not in ("", {}, None)} for q in recs]
+    doc = {"v": 1, "steps": steps, "totals": totals(recs)}
+    return json.dumps(doc, separators=(",", ":"), sort_keys=True)
+
+
+def decode(value: str | None) -> list[StepQuota]:
+    """Records from an annotation value; [] when absent or unreadable."""
+    if not value:
+        return []
+    try:
+        doc = json.loads(value)
+        fields = {f for f in StepQuota.__dataclass_fields__}
+        out = []
+        for raw in doc.get("steps") or []:
+            kw = {_snake(k): v for k, v in raw.items() if _snake(k) in fields}
+            out.append(StepQuota(**kw))
+        return out
+    except (ValueError, TypeError, AttributeError):
+        return []
+
+
+@dataclass(frozen=True)
+class MetricEvent:
+    """A Prometheus observation due to a state change (applied once, after the write)."""
+
+    kind: str  # "wait" | "reserved"
+    labels: tuple[tuple[str, str], ...]
+    value: float
+
+
+def transitions(previous: Iterable[StepQuota], current: Iterable[StepQuota]) -> list[MetricEvent]:
+    """Observations owed between two annotation states.
+
+    ``wait``: the step got quota (admission wait, by queue and role).
+    ``reserved``: the step stopped holding quota (resource-seconds by
+    ClusterQueue, flavor, resource).
+    """
+    old = {(q.workload, q.created): q for q in previous}
+    events: list[MetricEvent] = []
+    for q in current:
+        before = old.get((q.workload, q.created))
+        had_quota = before is not None and (before.state in HOLDING or before.state in DONE)
+        if q.wait_seconds is not None and not had_quota:
+            events.append(
+                MetricEvent("wait", (("queue", q.queue), ("role", q.role)), q.wait_seconds)
+            )
+        was_done = before is not None and before.state in DONE
+        if q.state in DONE and not was_done and q.reserved_at:
+            for res, secs in q.resource_seconds.items():
+                lbl = (
+                    ("cluster_queue", q.cluster_queue),
+                    ("flavor", q.flavors.get(res, "")),
+                    ("resource", res),
+                )
+                events.append(MetricEvent("reserved", lbl, secs))
+    return events
+
+
+def format_duration(seconds: float | None) -> str:
+    """``1h05m`` from an hour on, else ``4m05s``; ``-`` for unknown."""
+    if seconds is None:
+        return "-"
+    s = int(seconds)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def _seconds(start: str, end: str) -> float | None:
+    a, b = parse_time(start), parse_time(end)
+    if a is None or b is None:
+        return None
+    return round(max(0.0, (b - a).total_seconds()), 3)
+
+
+def _num(value: object) -> Any:
+    try:
+        return parse(str(value))
+    except QuantityError:
+        return 0
+
+
+def _fmt(value: object) -> str:
+    text = format(value, "f") if not isinstance(value, int) else str(value)
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.title() for p in rest)
+
+
+def _snake(name: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in name)

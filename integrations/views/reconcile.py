@@ -1,0 +1,385 @@
+"""One reconcile of one TrainJob, decided as a pure function: ``plan(observed, now)``.
+
+The plan is a list of ``Request`` values (sent in order by ``executor``), at
+most one ``Start`` (render + create the children of an attempt/segment), the
+Prometheus observations owed, and when to look again. Lifecycle (docs/controller.md):
+
+- start: attempt 0 segment 0 once; ``trainweave.io/attempts`` is written first,
+  so a restart between the two writes re-creates the same deterministic name;
+- suspend: a Workflow with no pods yet gets Argo ``spec.suspend``; a running one
+  is stopped (``spec.shutdown: Stop``) and its step Workloads deleted, so Kueue
+  deletes the pods and frees the quota; resume starts the next segment
+  ``<wf>-s<j>`` without the steps that already succeeded;
+- failure with budget left (JobSet ``failurePolicy.maxRestarts``): a fresh
+  attempt ``<tj>-r<k>``, like KubeRay's RayJob backoffLimit; never after a deadline;
+- clean-up: a step pod group that is done for good gets
+  ``retriable-in-group: "false"`` on a pod (pods kept for logs), or its Workload
+  deleted while pods still run; Workloads of a deleted TrainJob are deleted; the
+  running Workflows of a TrainJob being deleted (foreground) are stopped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from trainweave import labels
+from trainweave.integrations.views import api, quota
+from trainweave.integrations.views.argo_view import (
+    FAILED,
+    WorkflowView,
+    step_groups,
+    view,
+    workflow_of,
+)
+from trainweave.integrations.views.rollup import (
+    Observed,
+    Progress,
+    is_finished,
+    owned,
+    progress,
+    rollup,
+)
+from trainweave.labels import ConditionType
+
+Json = dict[str, Any]
+FOREGROUND = "foregroundDeletion"  # the GC's finalizer on an owner deleted in foreground
+COMPONENT = "trainweave-controller"
+
+
+@dataclass(frozen=True)
+class Start:
+    """Render and create the children of one attempt segment."""
+
+    attempt: int
+    segment: int = 0
+    skip_steps: frozenset[str] = frozenset()
+    suspend: bool = False
+
+
+@dataclass
+class Plan:
+    """What one reconcile does."""
+
+    requests: list[api.Request] = field(default_factory=list)
+    start: Start | None = None
+    after_start: list[api.Request] = field(default_factory=list)
+    metrics: list[quota.MetricEvent] = field(default_factory=list)
+    requeue_after: float | None = None
+    state: str = ""  # TrainJob state for the gauge
+    waiting: tuple[quota.StepQuota, ...] = ()  # step Workloads waiting for quota (gauge)
+    leaked: tuple[quota.StepQuota, ...] = ()  # holding quota though done for good (gauge)
+    holding: tuple[quota.StepQuota, ...] = ()  # holding quota now (counter series made at 0)
+
+
+def _meta(obj: Json) -> Json:
+    return dict(obj.get("metadata") or {})
+
+
+def _terminal_pod(pod: Json) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def workload_finished(wl: Json) -> bool:
+    """Kueue marked the Workload Finished."""
+    return any(
+        c.get("type") == "Finished" and c.get("status") == "True"
+        for c in (wl.get("status") or {}).get("conditions") or []
+    )
+
+
+def group_of(pod: Json) -> str:
+    """The pod's Kueue group (annotation first, as Kueue reads it)."""
+    meta = _meta(pod)
+    ann = meta.get("annotations") or {}
+    lbl = meta.get("labels") or {}
+    return str(ann.get(labels.KUEUE_POD_GROUP_NAME) or lbl.get(labels.KUEUE_POD_GROUP_NAME) or "")
+
+
+def state_of(conds: list[Json], suspended: bool) -> str:
+    """Gauge label: Complete | Failed | Suspended | Running."""
+    for ctype in (ConditionType.COMPLETE, ConditionType.FAILED):
+        if any(c.get("type") == ctype.value and c.get("status") == "True" for c in conds):
+            return str(ctype.value)
+    return "Suspended" if suspended else "Running"
+
+
+def plan(obs: Observed, now: datetime) -> Plan:
+    """Everything to do for ``obs.trainjob``. Pure."""
+    tj = obs.trainjob
+    meta = _meta(tj)
+    ns, spec = str(meta["namespace"]), dict(tj.get("spec") or {})
+    if spec.get("managedBy") not in (None, "", labels.TRAINER_MANAGED_BY):
+        return Plan()  # another controller's (e.g. MultiKueue's), as Trainer leaves it alone
+    if meta.get("deletionTimestamp"):
+        return Plan(requests=_stop_when_deleted(ns, obs))
+    current = list((tj.get("status") or {}).get("conditions") or [])
+    desired = rollup(obs, now)
+    prog = progress(obs)
+    out = Plan(state=state_of(desired.conditions, bool(spec.get("suspend"))))
+    finished = is_finished(desired.conditions)
+    latest = prog.latest
+    suspend = bool(spec.get("suspend"))
+    if finished:
+        if latest and not latest.terminal and not latest.shutdown:
+            out.requests.append(_stop(ns, latest, "finished"))
+        out.requests += releases(obs, stop_all=True)
+    else:
+        out.requests += releases(obs, stop_all=False)
+        _lifecycle(obs, prog, suspend, out)
+    records = quota_records(obs, now)
+    _quota(obs, records, now, out)
+    done = {group for group, _, _ in done_groups(obs, stop_all=finished)}
+    out.waiting = tuple(q for q in records if q.state in quota.WAITING)
+    out.leaked = tuple(q for q in records if q.state in quota.HOLDING and q.workload in done)
+    out.holding = tuple(q for q in records if q.state in quota.HOLDING)
+    want = desired.wire()
+    have = {k: (tj.get("status") or {}).get(k) for k in want}
+    if want and want != have:
+        out.after_start.append(
+            api.merge_patch(api.TRAINJOB, ns, meta["name"], {"status": want}, "status")
+        )
+    for cond in desired.conditions:
+        if cond not in current and cond.get("status") == "True" and cond["type"] != "Suspended":
+            kind = "Warning" if cond["type"] == ConditionType.FAILED.value else "Normal"
+            out.after_start.append(event(tj, kind, cond["reason"], cond["message"], now))
+    if desired.deadline is not None and not finished:
+        out.requeue_after = max(0.0, (desired.deadline - now).total_seconds()) + 0.05
+    return out
+
+
+def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Plan) -> None:
+    tj = obs.trainjob
+    meta = _meta(tj)
+    ns, name = str(meta["namespace"]), str(meta["name"])
+    latest = prog.latest
+    if prog.started == 0:
+        out.requests.append(_attempts(ns, name, 1))
+        out.start = Start(0, 0, frozenset(), suspend)
+        return
+    if latest is None:
+        out.start = Start(prog.attempt, 0, frozenset(), suspend)
+        return
+    wf_pods = [p for p in obs.pods if workflow_of(p) == latest.name]
+    if suspend:
+        if latest.terminal or latest.stopped_for:
+            return
+        if wf_pods:
+            out.requests.append(_stop(ns, latest, "suspend"))
+        elif not latest.suspend:
+            out.requests.append(_patch_wf(ns, latest.name, {"spec": {"suspend": True}}))
+        return
+    if latest.suspend and not latest.shutdown:
+        out.requests.append(_patch_wf(ns, latest.name, {"spec": {"suspend": None}}))
+    if latest.stopped_for == "suspend":
+        live = _live_groups(obs, latest)
+        if latest.terminal and not live and all(_terminal_pod(p) for p in wf_pods):
+            finished = _finished_groups_to_rerun(obs, latest, prog.done_steps)
+            if finished:  # the next segment re-uses these group names: Kueue would never
+                out.requests += finished  # admit its pods into a Finished Workload
+                return
+            out.start = Start(prog.attempt, latest.segment + 1, prog.done_steps, False)
+        return
+    if prog.state == "failed" and not prog.exhausted:
+        out.requests.append(_attempts(ns, name, prog.attempt + 2))
+        out.start = Start(prog.attempt + 1, 0, frozenset(), False)
+        return
+    verdict = latest.verdict()
+    if verdict and not latest.terminal and not latest.shutdown:
+        stopped_for = f"{labels.STOPPED_FOR_JOB_FAILED}/{verdict.job}"
+        out.requests.append(_stop(ns, latest, stopped_for))
+
+
+def _finished_groups_to_rerun(
+    obs: Observed, wf: WorkflowView, done_steps: frozenset[str]
+) -> list[api.Request]:
+    """Deletes of the Finished Workloads of ``wf``'s steps that the next segment runs again (a
+    step stopped with some of its pods done: Kueue finished its group)."""
+    ns = str(_meta(obs.trainjob)["namespace"])
+    groups = _step_groups_of(obs, wf)
+    rerun = {g for g, info in groups.items() if info["step"] not in done_steps}
+    return [
+        api.delete(api.WORKLOAD, ns, str(_meta(wl)["name"]), str(_meta(wl).get("uid", "")))
+        for wl in obs.workloads
+        if _meta(wl).get("name") in rerun
+        and workload_finished(wl)
+        and not _meta(wl).get("deletionTimestamp")
+    ]
+
+
+def _step_groups_of(obs: Observed, wf: WorkflowView) -> dict[str, Json]:
+    """``step_groups`` of the observed Workflow ``wf`` views (none when it is gone)."""
+    raw = next((w for w in obs.workflows if _meta(w).get("name") == wf.name), None)
+    return step_groups(raw) if raw is not None else {}
+
+
+def _live_groups(obs: Observed, wf: WorkflowView) -> list[str]:
+    """The Workloads of ``wf``'s pod groups that Kueue has not finished."""
+    groups = set(_step_groups_of(obs, wf))
+    return [
+        str(_meta(wl)["name"])
+        for wl in obs.workloads
+        if _meta(wl).get("name") in groups and not workload_finished(wl)
+    ]
+
+
+def done_groups(obs: Observed, stop_all: bool) -> list[tuple[str, Json, WorkflowView]]:
+    """(group, Workload, Workflow view) of step pod groups done for good whose Workload Kueue
+    has not finished: the Workflow is terminal or stopped, the step failed, or ``stop_all``."""
+    by_name = {str(_meta(w)["name"]): w for w in obs.workloads}
+    mine = owned(obs.trainjob, obs.workflows)
+    out = []
+    for wf in mine:
+        v = view(wf)
+        for group, info in step_groups(wf).items():
+            wl = by_name.get(group)
+            if wl is None or workload_finished(wl):
+                continue
+            if workload_workflow(wl, obs.pods, mine, group) != v.name:
+                continue  # the group name is reused by a later segment: not this Workflow's
+            step = v.steps.get(str(info["step"]))
+            stopped = bool(v.stopped_for or v.shutdown)
+            if v.terminal or stop_all or stopped or (step is not None and step.phase in FAILED):
+                out.append((group, wl, v))
+    return out
+
+
+def releases(obs: Observed, stop_all: bool) -> list[api.Request]:
+    """Free the quota of step pod groups that are done for good (no quota leak)."""
+    ns = str(_meta(obs.trainjob)["namespace"])
+    out: list[api.Request] = []
+    for group, wl, v in done_groups(obs, stop_all):
+        if _meta(wl).get("deletionTimestamp"):
+            continue
+        pods = [p for p in obs.pods if group_of(p) == group]
+        phases = {(p.get("status") or {}).get("phase") for p in pods}
+        if pods and phases == {"Succeeded"}:
+            continue  # Kueue finishes a fully succeeded group itself
+        uid = str(_meta(wl).get("uid", ""))
+        if v.stopped_for or not pods or not all(_terminal_pod(p) for p in pods):
+            # a stopped step is re-run under the same group name: its Workload must go
+            out.append(api.delete(api.WORKLOAD, ns, group, uid))
+            continue
+        ann = [(_meta(p).get("annotations") or {}) for p in pods]
+        if not any(a.get(labels.KUEUE_RETRIABLE_IN_GROUP) == "false" for a in ann):
+            first = min(str(_meta(p)["name"]) for p in pods)
+            patch = {"metadata": {"annotations": {labels.KUEUE_RETRIABLE_IN_GROUP: "false"}}}
+            out.append(api.merge_patch(api.POD, ns, first, patch))
+    return out
+
+
+def workload_workflow(
+    wl: Json, pods: tuple[Json, ...], workflows: tuple[Json, ...], group: str
+) -> str:
+    """Which Workflow a group Workload serves: its owner pods' Workflow, else the newest one."""
+    uids = {r.get("uid") for r in _meta(wl).get("ownerReferences") or []}
+    names = {workflow_of(p) for p in pods if _meta(p).get("uid") in uids}
+    if len(names) == 1:
+        return names.pop()
+    having = [view(w) for w in workflows if group in step_groups(w)]
+    if not having:
+        return ""
+    newest = max(having, key=lambda v: (v.attempt, v.segment))
+    return newest.name if not names or newest.name in names else sorted(names)[-1]
+
+
+def orphan_releases(namespace: str, pods: list[Json], workloads: list[Json]) -> list[api.Request]:
+    """TrainJob gone: delete the Workloads that hold its deleting pods (Kueue finalizer)."""
+    groups = {group_of(p) for p in pods if _meta(p).get("deletionTimestamp")}
+    return [
+        api.delete(api.WORKLOAD, namespace, str(_meta(wl)["name"]), str(_meta(wl).get("uid", "")))
+        for wl in workloads
+        if _meta(wl).get("name") in groups and not _meta(wl).get("deletionTimestamp")
+    ]
+
+
+def quota_records(obs: Observed, now: datetime) -> list[quota.StepQuota]:
+    """StepQuota of each step Workload of this TrainJob's Workflows."""
+    info: dict[str, Json] = {}
+    for wf in owned(obs.trainjob, obs.workflows):
+        attempt = view(wf).attempt
+        for group, g in step_groups(wf).items():
+            info[group] = {**g, "attempt": attempt}
+    return [
+        quota.step_quota(wl, info[str(_meta(wl)["name"])], now)
+        for wl in obs.workloads
+        if _meta(wl).get("name") in info
+    ]
+
+
+def _quota(obs: Observed, records: list[quota.StepQuota], now: datetime, out: Plan) -> None:
+    tj = obs.trainjob
+    meta = _meta(tj)
+    old = quota.decode((meta.get("annotations") or {}).get(labels.QUOTA_ANNOTATION))
+    merged = quota.merge(old, records)
+    if quota.signature(merged) == quota.signature(old):
+        return
+    patch = {"metadata": {"annotations": {labels.QUOTA_ANNOTATION: quota.encode(merged)}}}
+    out.after_start.append(api.merge_patch(api.TRAINJOB, meta["namespace"], meta["name"], patch))
+    out.metrics += quota.transitions(old, merged)
+    before = {(q.workload, q.created): (q.state, q.reason) for q in old}
+    for q in merged:
+        if before.get((q.workload, q.created)) == (q.state, q.reason):
+            continue
+        if q.state == quota.PENDING and q.reason:
+            msg = f"step {q.step} waits in queue {q.queue}: {q.reason}: {q.message}"
+            kind = "Warning" if quota.needs_admin(q) else "Normal"
+            out.after_start.append(event(tj, kind, "StepWaitingForQuota", msg, now))
+        elif q.state == quota.ADMITTED:
+            msg = f"step {q.step} admitted by ClusterQueue {q.cluster_queue}"
+            out.after_start.append(event(tj, "Normal", "StepAdmitted", msg, now))
+
+
+def _stop_when_deleted(ns: str, obs: Observed) -> list[api.Request]:
+    """A TrainJob deleted in foreground stays until the GC has deleted its Workflows, which Argo
+    keeps operating meanwhile: its retryStrategy would replace the pods the GC deletes. Stopping
+    each running Workflow first ends that (docs/engines.md). Other deletions are left alone: in
+    the background the Workflows go after the TrainJob (and Argo stops with them); with
+    ``orphan`` they are meant to keep running."""
+    if FOREGROUND not in (_meta(obs.trainjob).get("finalizers") or []):
+        return []
+    views = (view(wf) for wf in owned(obs.trainjob, obs.workflows))
+    return [_stop(ns, v, "deleted") for v in views if not v.terminal and not v.shutdown]
+
+
+def _attempts(ns: str, name: str, n: int) -> api.Request:
+    patch = {"metadata": {"annotations": {labels.ATTEMPTS_ANNOTATION: str(n)}}}
+    return api.merge_patch(api.TRAINJOB, ns, name, patch)
+
+
+def _patch_wf(ns: str, name: str, patch: Json) -> api.Request:
+    return api.merge_patch(api.WORKFLOW, ns, name, patch)
+
+
+def _stop(ns: str, wf: WorkflowView, why: str) -> api.Request:
+    patch = {"metadata": {"annotations": {labels.STOPPED_FOR: why}}, "spec": {"shutdown": "Stop"}}
+    return _patch_wf(ns, wf.name, patch)
+
+
+def event(obj: Json, kind: str, reason: str, message: str, now: datetime) -> api.Request:
+    """A core/v1 Event about ``obj``."""
+    meta = _meta(obj)
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    body = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+        "involvedObject": {
+            "apiVersion": obj.get("apiVersion"),
+            "kind": obj.get("kind"),
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "uid": meta.get("uid"),
+        },
+        "type": kind,
+        "reason": reason,
+        "message": message[:1000],
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "reportingInstance": COMPONENT,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }
+    return api.create(api.EVENT, str(meta["namespace"]), body)
