@@ -24,6 +24,7 @@ from trainweave.adapters import render
 from trainweave.errors import InputError, InputErrors
 from trainweave.integrations.views import api, reconcile
 from trainweave.integrations.views.rollup import set_condition
+from trainweave.integrations.views.times import format_time
 from trainweave.labels import ConditionType, Reason
 
 Json = dict[str, Any]
@@ -174,7 +175,7 @@ class Executor:
         meta = trainjob["metadata"]
         now = self.now()
         conds = list((trainjob.get("status") or {}).get("conditions") or [])
-        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = format_time(now)
         conds = set_condition(conds, ConditionType.FAILED, True, reason, message, stamp)
         self._send(
             api.merge_patch(

@@ -18,14 +18,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from trainweave.integrations.views import api
-from trainweave.integrations.views.quota import parse_time
+from trainweave.integrations.views.times import format_micro_time, parse_time
 
 Json = dict[str, Any]
 log = logging.getLogger("trainweave.controller")
-
-
-def _stamp(now: datetime) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def lease_body(
@@ -45,8 +41,8 @@ def lease_body(
         "spec": {
             "holderIdentity": identity,
             "leaseDurationSeconds": duration,
-            "acquireTime": old_spec.get("acquireTime") if same else _stamp(now),
-            "renewTime": _stamp(now),
+            "acquireTime": old_spec.get("acquireTime") if same else format_micro_time(now),
+            "renewTime": format_micro_time(now),
             "leaseTransitions": transitions,
         },
     }

@@ -24,7 +24,8 @@ from collections.abc import Iterable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from trainweave.integrations.views import api
-from trainweave.integrations.views.quota import MetricEvent, StepQuota, parse_time
+from trainweave.integrations.views.quota import MetricEvent, StepQuota
+from trainweave.integrations.views.times import parse_time
 
 WAIT_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
 STATES = ("Running", "Suspended", "Complete", "Failed")

@@ -24,6 +24,7 @@ from trainweave import labels
 from trainweave.integrations.views import quota
 from trainweave.integrations.views.reconcile import quota_records, state_of
 from trainweave.integrations.views.rollup import Observed
+from trainweave.integrations.views.times import format_time, parse_time
 
 Json = dict[str, Any]
 UNKNOWN = ""  # the ClusterQueue of a waiting Workload whose LocalQueue is missing
@@ -181,7 +182,7 @@ def queues_view(
             continue
         tj, q = found
         if q.state in quota.WAITING:
-            created = quota.parse_time(q.created)
+            created = parse_time(q.created)
             waited = max(0.0, (now - created).total_seconds()) if created else None
         elif q.state in quota.HOLDING:
             waited = q.wait_seconds
@@ -256,7 +257,7 @@ def to_json(view: tuple[QueueRow, ...], now: datetime) -> Json:
         }
 
     return {
-        "now": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "now": format_time(now),
         "clusterQueues": [
             {
                 "name": cq.name,

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from trainweave.adapters.kueue.hours import is_gpu
+from trainweave.integrations.views.times import parse_time
 from trainweave.quantity import QuantityError, parse
 
 Json = dict[str, Any]
@@ -78,13 +79,6 @@ class StepQuota:
     def gpu_hours(self) -> float:
         """Reserved GPU-hours (any resource whose name contains ``gpu``)."""
         return sum(v for k, v in self.resource_seconds.items() if is_gpu(k)) / 3600
-
-
-def parse_time(value: str) -> datetime | None:
-    """An RFC 3339 timestamp as Kubernetes writes it, or None."""
-    if not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 def _condition(workload: Json, ctype: str) -> Json | None:

@@ -41,6 +41,7 @@ from trainweave.integrations.views.rollup import (
     progress,
     rollup,
 )
+from trainweave.integrations.views.times import format_time
 from trainweave.labels import ConditionType
 
 Json = dict[str, Any]
@@ -360,7 +361,7 @@ def _stop(ns: str, wf: WorkflowView, why: str) -> api.Request:
 def event(obj: Json, kind: str, reason: str, message: str, now: datetime) -> api.Request:
     """A core/v1 Event about ``obj``."""
     meta = _meta(obj)
-    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = format_time(now)
     body = {
         "apiVersion": "v1",
         "kind": "Event",

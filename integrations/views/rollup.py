@@ -28,7 +28,7 @@ from trainweave.integrations.views.argo_view import (
     view,
     workflow_of,
 )
-from trainweave.integrations.views.quota import parse_time
+from trainweave.integrations.views.times import format_time, parse_time
 from trainweave.labels import ConditionType, Reason
 
 Json = dict[str, Any]
@@ -241,7 +241,7 @@ def rollup(obs: Observed, now: datetime) -> Status:
     jobs = jobs_status(obs)
     if is_finished(current):
         return Status(current, jobs or _current_jobs(tj))
-    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = format_time(now)
     conds = current
     susp = condition(conds, ConditionType.SUSPENDED)
     if spec.get("suspend"):
