@@ -46,7 +46,7 @@ from hera.workflows import models as m
 from trainweave.adapters import names
 from trainweave.adapters.argo import objects
 from trainweave.adapters.argo import workflow as argo
-from trainweave.adapters.trainjob import mlpolicy
+from trainweave.adapters.trainjob import mlpolicy, wirelists
 from trainweave.adapters.trainjob.jobspec import DEFAULT_BACKOFF_LIMIT
 from trainweave.labels import Ancestor, StepRole
 from trainweave.model import HeadlessService, Job, Pipeline, RetryPolicy, Step
@@ -103,8 +103,8 @@ class GangStep:
                 subdomain,
             )
             master[0]["value"] = f"{names.pod_hostname(workflow, self.name, 0, 0)}.{subdomain}"
-            mlpolicy.upsert_env(container, pet + master)
-            mlpolicy.upsert_by_name(
+            wirelists.upsert_env(container, pet + master)
+            wirelists.upsert_by_name(
                 container.setdefault("ports", []), [{"containerPort": mlpolicy.TORCH_PORT}]
             )
         spec = {**copy.deepcopy(self.pod_spec), "containers": [container]}

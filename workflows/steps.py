@@ -19,7 +19,7 @@ from hera.workflows import ConfigMapEnv, Env, FieldEnv, ResourceEnv, Resources, 
 from hera.workflows import models as m
 from pydantic import BaseModel
 
-from trainweave.adapters.trainjob import mlpolicy
+from trainweave.adapters.trainjob import wirelists
 from trainweave.adapters.trainjob.jobspec import DEFAULT_BACKOFF_LIMIT
 from trainweave.labels import Ancestor, StepRole
 from trainweave.model import RetryPolicy
@@ -56,7 +56,7 @@ def initializer(
     """
     container = _container(name, image, command, args, resources, volume_mounts)
     container["env"] = [{"name": "STORAGE_URI", "value": storage_uri}]
-    mlpolicy.upsert_env(container, _env(env))
+    wirelists.upsert_env(container, _env(env))
     if secret:
         container["envFrom"] = [{"secretRef": {"name": secret}}]
     if ancestor is None and name in {a.value for a in Ancestor} - {Ancestor.TRAINER.value}:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from trainweave.model import Pipeline
+from trainweave.quantity import is_gpu
 
 
 @dataclass(frozen=True)
@@ -74,11 +75,6 @@ def resource_hours(
             reclaim += amount * end
         out.append(ResourceHours(resource, used, whole, reclaim))
     return tuple(out)
-
-
-def is_gpu(resource: str) -> bool:
-    """Accelerator resources (``nvidia.com/gpu``, ``amd.com/gpu``, MIG slices...)."""
-    return "gpu" in resource.lower()
 
 
 def _order(resource: str) -> tuple[int, str]:

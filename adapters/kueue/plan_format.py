@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from trainweave.adapters.kueue.hours import ResourceHours, is_gpu
+from trainweave.adapters.kueue.hours import ResourceHours
 from trainweave.adapters.kueue.plan import Fit, Plan, StepPlan
-from trainweave.quantity import format_quantity
+from trainweave.quantity import format_quantity, is_gpu
 
 _HEADER = ("STEP", "ROLE", "PODS", "REQUESTS (all pods)", "QUEUE -> CLUSTERQUEUE", "FLAVOR", "FITS")
 

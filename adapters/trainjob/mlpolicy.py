@@ -13,8 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from trainweave.adapters import names
-from trainweave.adapters.kueue.hours import is_gpu
-from trainweave.quantity import parse
+from trainweave.quantity import is_gpu, parse
 
 Json = dict[str, Any]
 
@@ -38,33 +37,6 @@ COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completi
 def completion_index() -> Json:
     """``valueFrom`` of the pod's Job completion index (a rank)."""
     return {"fieldRef": {"fieldPath": COMPLETION_INDEX_FIELD}}
-
-
-def upsert_env(container: Json, env: Iterable[Json]) -> None:
-    """Set each variable in ``container.env``, replacing one of the same name in place."""
-    env = list(env)
-    if not env:
-        return
-    current: list[Json] = container.setdefault("env", [])
-    for var in env:
-        for i, existing in enumerate(current):
-            if existing.get("name") == var["name"]:
-                current[i] = dict(var)
-                break
-        else:
-            current.append(dict(var))
-
-
-def upsert_by_name(items: list[Json], new: Iterable[Json]) -> None:
-    """Replace-or-append list entries keyed by ``name`` (volumes, mounts, ports)."""
-    for item in new:
-        key = "name" if "name" in item else "containerPort"
-        for i, existing in enumerate(items):
-            if existing.get(key) == item[key]:
-                items[i] = dict(item)
-                break
-        else:
-            items.append(dict(item))
 
 
 def _whole(value: Any) -> int:

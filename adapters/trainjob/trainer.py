@@ -23,7 +23,14 @@ import copy
 from typing import Any
 
 from trainweave.adapters import names
-from trainweave.adapters.trainjob import graph, jobspec, mlpolicy, patches, policies, validate
+from trainweave.adapters.trainjob import (
+    graph,
+    jobspec,
+    patches,
+    policies,
+    validate,
+    wirelists,
+)
 from trainweave.adapters.trainjob.policies import Context
 from trainweave.errors import InputError, InputErrors
 from trainweave.inputs import ReplicatedJob, Runtime, RuntimeSpec, TrainJob
@@ -265,8 +272,10 @@ def _apply_trainjob(
         )
         if init is not None:
             if init.storage_uri:
-                mlpolicy.upsert_env(container, [{"name": "STORAGE_URI", "value": init.storage_uri}])
-            mlpolicy.upsert_env(container, init.env)
+                wirelists.upsert_env(
+                    container, [{"name": "STORAGE_URI", "value": init.storage_uri}]
+                )
+            wirelists.upsert_env(container, init.env)
             if init.secret_ref is not None:
                 container.setdefault("envFrom", []).append(
                     {"secretRef": {"name": init.secret_ref.name}}
@@ -290,7 +299,7 @@ def _apply_trainjob(
                 container.get("resources") or {}, tj.trainer.resources_per_node
             )
         if policy.trainer_env_first and ancestor is Ancestor.TRAINER:
-            mlpolicy.upsert_env(container, tj.trainer.env)
+            wirelists.upsert_env(container, tj.trainer.env)
 
 
 def _apply_trainer_env(ctx: Context, name: str, ancestor: Ancestor | None, pod_spec: Json) -> None:
@@ -300,7 +309,7 @@ def _apply_trainer_env(ctx: Context, name: str, ancestor: Ancestor | None, pod_s
     launcher_as_node = mpi is not None and mpi.run_launcher_as_node and name == "node"
     container = validate.container(pod_spec, "node")
     if tj and container is not None and (ancestor is Ancestor.TRAINER or launcher_as_node):
-        mlpolicy.upsert_env(container, tj.env)
+        wirelists.upsert_env(container, tj.env)
 
 
 def merge_resources(base: Json, override: Json) -> Json:

@@ -20,9 +20,8 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from trainweave.adapters.kueue.hours import is_gpu
 from trainweave.integrations.views.times import parse_time
-from trainweave.quantity import QuantityError, parse
+from trainweave.quantity import QuantityError, is_gpu, parse
 
 Json = dict[str, Any]
 

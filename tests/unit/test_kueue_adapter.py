@@ -19,12 +19,12 @@ from trainweave.adapters.kueue.podsets import effective_requests, pod_roles
 from trainweave.adapters.kueue.rolehash import (
     PodDefaults,
     admitted_pod_spec,
-    canonical_quantity,
     role_hash,
     shape_json,
 )
 from trainweave.labels import StepRole
 from trainweave.model import Job, Pipeline, RetryPolicy, Step
+from trainweave.quantity import canonical_quantity
 
 Json = dict[str, Any]
 RAW = PodDefaults(argo_executor=False, default_toleration_seconds=None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from trainweave.adapters import names
-from trainweave.adapters.trainjob import mlpolicy, validate
+from trainweave.adapters.trainjob import mlpolicy, validate, wirelists
 from trainweave.errors import InputError
 from trainweave.inputs import RuntimeSpec, TrainJob
 from trainweave.labels import TRAINJOB_ANCESTOR, Ancestor
@@ -75,7 +75,7 @@ def rank0(ctx: Context) -> str:
 
 def open_port(node: Json) -> None:
     """containerPort 29500 on the node container (upstream's ContainerTrainerPort)."""
-    mlpolicy.upsert_by_name(node.setdefault("ports", []), [{"containerPort": mlpolicy.TORCH_PORT}])
+    wirelists.upsert_by_name(node.setdefault("ports", []), [{"containerPort": mlpolicy.TORCH_PORT}])
 
 
 def trainer_pod(spec: RuntimeSpec) -> Json | None:

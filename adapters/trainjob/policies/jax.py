@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainweave.adapters.trainjob import mlpolicy
+from trainweave.adapters.trainjob import mlpolicy, wirelists
 from trainweave.adapters.trainjob.policies.base import Context, open_port, rank0, trainer_node
 from trainweave.errors import InputError
 from trainweave.labels import Ancestor
@@ -29,7 +29,7 @@ class Jax:
         node = trainer_node(ctx, ancestor, pod_spec)
         if node is None:
             return None
-        mlpolicy.upsert_env(
+        wirelists.upsert_env(
             node,
             [
                 {"name": "JAX_NUM_PROCESSES", "value": str(ctx.num_nodes)},

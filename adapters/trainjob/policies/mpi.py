@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainweave.adapters.trainjob import mlpolicy, validate
+from trainweave.adapters.trainjob import mlpolicy, validate, wirelists
 from trainweave.adapters.trainjob.policies.base import Context, reserved_env_errors
 from trainweave.errors import InputError
 from trainweave.labels import Ancestor
@@ -53,7 +53,7 @@ class MPI:
         if mpi is None or job not in ("node", "launcher"):
             return None
         ctx.mpi_slots = mlpolicy.mpi_slots(mpi.num_proc_per_node, ctx.nproc, ctx.resources)
-        mlpolicy.upsert_by_name(
+        wirelists.upsert_by_name(
             pod_spec.setdefault("volumes", []), [mlpolicy.mpi_secret_volume(ctx.name)]
         )
         node = validate.container(pod_spec, "node")
@@ -61,10 +61,10 @@ class MPI:
             mounts = [{"name": "mpi-ssh-auth", "mountPath": mpi.ssh_auth_mount_path}]
             if job == "launcher":
                 mounts.append({"name": "mpi-hostfile", "mountPath": "/etc/mpi"})
-                mlpolicy.upsert_env(node, mlpolicy.openmpi_env(ctx.mpi_slots))
-            mlpolicy.upsert_by_name(node.setdefault("volumeMounts", []), mounts)
+                wirelists.upsert_env(node, mlpolicy.openmpi_env(ctx.mpi_slots))
+            wirelists.upsert_by_name(node.setdefault("volumeMounts", []), mounts)
         if job == "launcher":
-            mlpolicy.upsert_by_name(pod_spec["volumes"], [mlpolicy.mpi_hostfile_volume(ctx.name)])
+            wirelists.upsert_by_name(pod_spec["volumes"], [mlpolicy.mpi_hostfile_volume(ctx.name)])
             return _runtime_count(ctx, job, ancestor)
         tj = ctx.trainjob.spec.trainer
         if tj is None or tj.num_nodes is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from trainweave.adapters.trainjob import mlpolicy, validate
+from trainweave.adapters.trainjob import mlpolicy, validate, wirelists
 from trainweave.adapters.trainjob.policies import torchtune
 from trainweave.adapters.trainjob.policies.base import (
     Context,
@@ -71,16 +71,16 @@ class Torch:
         pet, master = mlpolicy.torch_env(ctx.name, ctx.num_nodes, ctx.nproc, ctx.resources)
         node = trainer_node(ctx, ancestor, pod_spec)
         if node is not None:
-            mlpolicy.upsert_env(node, pet)
+            wirelists.upsert_env(node, pet)
             if torchtune.is_torchtune(ctx):
                 node["command"] = torchtune.command(ctx)
             else:
-                mlpolicy.upsert_env(node, master)
+                wirelists.upsert_env(node, master)
             open_port(node)
         for target in policy.env_injection.targets if policy and policy.env_injection else []:
             if target.job_name == job:
                 for name in target.container_names:
                     found = validate.container(pod_spec, name, init=True)
                     if found is not None:
-                        mlpolicy.upsert_env(found, pet + master)
+                        wirelists.upsert_env(found, pet + master)
         return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainweave.adapters.trainjob import mlpolicy
+from trainweave.adapters.trainjob import mlpolicy, wirelists
 from trainweave.adapters.trainjob.policies.base import (
     Context,
     open_port,
@@ -38,7 +38,7 @@ class XGBoost:
         if node is None:
             return None
         workers = ctx.num_nodes * max(1, mlpolicy.gpus_per_node(ctx.resources))
-        mlpolicy.upsert_env(
+        wirelists.upsert_env(
             node,
             [
                 {
