@@ -22,18 +22,12 @@ MANAGER = "trainweave"
 QUOTA_ANNOTATION = "trainweave.io/quota"  # JSON quota summary on the TrainJob
 ATTEMPTS_ANNOTATION = "trainweave.io/attempts"  # whole-pipeline attempts started
 SEGMENT = "trainweave.io/segment"  # resume segment within one attempt (0, 1, ...), on Workflow
-STOPPED_FOR = (
-    "trainweave.io/stopped-for"  # why the controller stopped a Workflow: suspend | deadline
-)
+STOPPED_FOR = "trainweave.io/stopped-for"  # why the controller stopped a Workflow: StoppedFor
 MAX_RESTARTS_ANNOTATION = "trainweave.io/max-restarts"  # JobSet maxRestarts, on the Workflow
 # JSON {step: {job: {backoffLimit, rules, shared, judged, perIndex}}}: the Job retry policies only
 # the controller keeps (a backoffLimit shared by a step's pods, pods of several containers), on
 # the Workflow (Argo retries each pod on its own and sees one container's exit code)
 BACKOFF_LIMITS_ANNOTATION = "trainweave.io/backoff-limits"
-# stopped-for value prefix "job-failed/<job>": the controller failed the job as its Job would
-# (backoffLimit spent, a FailJob rule); "backoff-limit/<job>" is what trainweave 0.x before it wrote
-STOPPED_FOR_JOB_FAILED = "job-failed"
-STOPPED_FOR_JOB_FAILED_OLD = "backoff-limit"
 
 # --- Kueue (plain-pod groups) ------------------------------------------------
 KUEUE_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
@@ -42,6 +36,13 @@ KUEUE_POD_GROUP_TOTAL_COUNT = "kueue.x-k8s.io/pod-group-total-count"
 KUEUE_RETRIABLE_IN_GROUP = "kueue.x-k8s.io/retriable-in-group"
 KUEUE_PRIORITY_CLASS = "kueue.x-k8s.io/priority-class"
 KUEUE_IS_GROUP_WORKLOAD = "kueue.x-k8s.io/is-group-workload"
+KUEUE_POD_GROUP_POD_INDEX = "kueue.x-k8s.io/pod-group-pod-index"
+KUEUE_ADMISSION_GATE = "kueue.x-k8s.io/admission"  # the scheduling gate until admitted
+KUEUE_RESOURCE_IN_USE = "kueue.x-k8s.io/resource-in-use"  # Workload finalizer
+
+# --- Argo (v4.0.7 pkg/apis/workflow/v1alpha1) --------------------------------
+ARGO_WORKFLOW = "workflows.argoproj.io/workflow"  # on every pod of a Workflow
+ARGO_NODE_NAME = "workflows.argoproj.io/node-name"  # pod annotation: its node in status.nodes
 
 # --- Kubeflow Trainer ----------------------------------------------------------
 TRAINER_GROUP = "trainer.kubeflow.org"
@@ -96,3 +97,39 @@ class Reason(str, enum.Enum):
     INVALID_TRAINJOB = "InvalidTrainJob"
     UNSUPPORTED_FIELD = "UnsupportedField"
     INVALID_QUEUES = "InvalidQueues"  # trainweave plan's queue files
+
+
+class StoppedFor(str, enum.Enum):
+    """Values of ``trainweave.io/stopped-for``: why the controller stopped a Workflow."""
+
+    SUSPEND = "suspend"  # the TrainJob was suspended; resuming starts a new segment
+    DELETED = "deleted"  # the TrainJob is being deleted in foreground
+    # "job-failed/<job>": the controller failed the job as its Job would (backoffLimit spent,
+    # a FailJob rule); "backoff-limit/<job>" is what trainweave wrote before
+    JOB_FAILED = "job-failed"
+    JOB_FAILED_OLD = "backoff-limit"
+
+
+class EventType(str, enum.Enum):
+    """core/v1 Event ``type``."""
+
+    NORMAL = "Normal"
+    WARNING = "Warning"
+
+
+class EventReason(str, enum.Enum):
+    """Reasons of the Events the controller writes on a TrainJob (besides condition reasons)."""
+
+    STEP_WAITING_FOR_QUOTA = "StepWaitingForQuota"
+    STEP_ADMITTED = "StepAdmitted"
+    # Trainer v2.3.0's reason when it cannot create a TrainJob's objects (trainjob_controller.go)
+    RESOURCES_CREATION_FAILED = "TrainJobResourcesCreationFailed"
+
+
+class TrainJobState(str, enum.Enum):
+    """A TrainJob's state as the ``trainweave_trainjobs`` gauge and ``trainweave queues`` show it."""
+
+    RUNNING = "Running"
+    SUSPENDED = "Suspended"
+    COMPLETE = "Complete"
+    FAILED = "Failed"

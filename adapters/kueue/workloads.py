@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from trainweave import labels
 from trainweave.adapters import names
 from trainweave.adapters.kueue.plan import Fit, Plan, plan
 from trainweave.adapters.kueue.plan_format import format_plan, plan_errors, plan_exit_code
@@ -36,8 +37,6 @@ from trainweave.model import Pipeline, Step
 
 Json = dict[str, Any]
 API_VERSION = "kueue.x-k8s.io/v1beta2"
-RESOURCE_IN_USE_FINALIZER = "kueue.x-k8s.io/resource-in-use"
-POD_GROUP_POD_INDEX_LABEL = "kueue.x-k8s.io/pod-group-pod-index"
 MAX_POD_SETS = 18  # jobframework.MaxPodSets: "pod group can't include more than 18 roles"
 
 
@@ -104,7 +103,7 @@ def workload(pipeline: Pipeline, step: Step, defaults: PodDefaults | None = None
             name=names.group_name(pipeline.name, step.name, pipeline.attempt),
             namespace=pipeline.namespace,
             annotations={KUEUE_IS_GROUP_WORKLOAD: "true"},
-            finalizers=[RESOURCE_IN_USE_FINALIZER],
+            finalizers=[labels.KUEUE_RESOURCE_IN_USE],
         ),
         spec=WorkloadSpec(
             queue_name=step.queue,
@@ -115,7 +114,9 @@ def workload(pipeline: Pipeline, step: Step, defaults: PodDefaults | None = None
                     name=role.name,
                     count=role.count,
                     template=PodSetTemplate(spec=role.spec),
-                    topology_request=TopologyRequest(pod_index_label=POD_GROUP_POD_INDEX_LABEL),
+                    topology_request=TopologyRequest(
+                        pod_index_label=labels.KUEUE_POD_GROUP_POD_INDEX
+                    ),
                 )
                 for role in pod_roles(step, defaults)
             ],

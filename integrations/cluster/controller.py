@@ -32,6 +32,7 @@ from trainweave.integrations.cluster.metrics import Metrics, resource_of
 from trainweave.integrations.views import api, reconcile, slim
 from trainweave.integrations.views.argo_view import TERMINAL, step_groups
 from trainweave.integrations.views.rollup import Observed
+from trainweave.labels import EventReason, EventType
 
 Json = dict[str, Any]
 log = logging.getLogger("trainweave.controller")
@@ -215,7 +216,11 @@ class Controller:
         try:
             self.raw_send(
                 reconcile.event(
-                    tj, "Warning", "TrainJobResourcesCreationFailed", message, self.now()
+                    tj,
+                    EventType.WARNING,
+                    EventReason.RESOURCES_CREATION_FAILED,
+                    message,
+                    self.now(),
                 )
             )
         except api.ApiError as send_err:

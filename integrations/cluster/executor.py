@@ -20,12 +20,12 @@ from typing import Any, Protocol
 import yaml
 
 from trainweave import labels, sshkeys
-from trainweave.adapters import render
+from trainweave.adapters import names, render
 from trainweave.errors import InputError, InputErrors
 from trainweave.integrations.views import api, reconcile
 from trainweave.integrations.views.rollup import set_condition
 from trainweave.integrations.views.times import format_time
-from trainweave.labels import ConditionType, Reason
+from trainweave.labels import ConditionType, EventType, Reason
 
 Json = dict[str, Any]
 
@@ -116,7 +116,7 @@ class Executor:
         meta = trainjob["metadata"]
         ns = str(meta["namespace"])
         try:
-            cm = self.send(api.get(api.CONFIGMAP, ns, f"{meta['name']}-runtime-snapshot"))
+            cm = self.send(api.get(api.CONFIGMAP, ns, names.snapshot_name(meta["name"])))
             owners = {r.get("uid") for r in cm["metadata"].get("ownerReferences") or []}
             text = (cm.get("data") or {}).get(labels.RUNTIME_SNAPSHOT_KEY)
             if text and meta["uid"] in owners:
@@ -186,4 +186,4 @@ class Executor:
                 "status",
             )
         )
-        self._send(reconcile.event(trainjob, "Warning", reason.value, message, now))
+        self._send(reconcile.event(trainjob, EventType.WARNING, reason.value, message, now))

@@ -26,9 +26,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from trainweave.integrations.views import api
 from trainweave.integrations.views.quota import MetricEvent, StepQuota
 from trainweave.integrations.views.times import parse_time
+from trainweave.labels import TrainJobState
 
 WAIT_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
-STATES = ("Running", "Suspended", "Complete", "Failed")
+STATES = tuple(s.value for s in TrainJobState)
 
 
 def _rest(path: str) -> list[str]:
@@ -130,13 +131,14 @@ class Metrics:
                 for res in q.usage:
                     self.reserved.labels(q.cluster_queue, q.flavors.get(res, ""), res)
 
-    def set_state(self, key: str, state: str | None) -> None:
-        """Track one TrainJob's state (None: gone) and refresh the gauge."""
+    def set_state(self, key: str, state: TrainJobState | None) -> None:
+        """Track one TrainJob's state (None: gone, or another controller's) and refresh the
+        gauge."""
         with self._lock:
             if state is None:
                 self._states.pop(key, None)
             else:
-                self._states[key] = state
+                self._states[key] = state.value
             counts = Tally(self._states.values())
         for s in STATES:
             self.trainjobs.labels(s).set(counts.get(s, 0))

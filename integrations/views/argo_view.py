@@ -31,13 +31,14 @@ from typing import Any
 from trainweave import labels
 from trainweave.adapters.argo import retry
 from trainweave.adapters.argo.retry import EXIT_CODE_MESSAGE
+from trainweave.labels import StoppedFor
 from trainweave.model import RetryPolicy
 
 Json = dict[str, Any]
 
 TERMINAL = frozenset({"Succeeded", "Failed", "Error"})
 FAILED = frozenset({"Failed", "Error"})
-WORKFLOW_LABEL = "workflows.argoproj.io/workflow"
+WORKFLOW_LABEL = labels.ARGO_WORKFLOW
 # The Job controller's Failed condition when a Job's backoffLimit is spent (k8s.io/kubernetes
 # v1.36 pkg/controller/job/job_controller.go: batch.JobReasonBackoffLimitExceeded).
 BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
@@ -155,7 +156,7 @@ class WorkflowView:
     def backoff_job(self) -> str:
         """The job the controller stopped this Workflow for ("" if none)."""
         head, _, job = self.stopped_for.partition("/")
-        stopped = head in (labels.STOPPED_FOR_JOB_FAILED, labels.STOPPED_FOR_JOB_FAILED_OLD)
+        stopped = head in (StoppedFor.JOB_FAILED, StoppedFor.JOB_FAILED_OLD)
         return job if stopped else ""
 
     def verdict(self) -> Verdict | None:

@@ -25,6 +25,7 @@ from trainweave.integrations.views import quota
 from trainweave.integrations.views.reconcile import quota_records, state_of
 from trainweave.integrations.views.rollup import Observed
 from trainweave.integrations.views.times import format_time, parse_time
+from trainweave.labels import TrainJobState
 
 Json = dict[str, Any]
 UNKNOWN = ""  # the ClusterQueue of a waiting Workload whose LocalQueue is missing
@@ -59,7 +60,7 @@ class PipelineRow:
     """A TrainJob with steps in one ClusterQueue."""
 
     trainjob: str
-    state: str  # Running | Suspended | Complete | Failed
+    state: TrainJobState
     gpu_hours: float  # all its steps, gone ones included
     steps: tuple[StepRow, ...]
 
@@ -141,7 +142,7 @@ def _records(
     return out
 
 
-def _state(tj: Json) -> str:
+def _state(tj: Json) -> TrainJobState:
     conds = list((tj.get("status") or {}).get("conditions") or [])
     return state_of(conds, bool((tj.get("spec") or {}).get("suspend")))
 
@@ -280,7 +281,7 @@ def to_json(view: tuple[QueueRow, ...], now: datetime) -> Json:
                         "pipelines": [
                             {
                                 "trainjob": p.trainjob,
-                                "state": p.state,
+                                "state": p.state.value,
                                 "gpuHours": p.gpu_hours,
                                 "steps": [step(s) for s in p.steps],
                             }
@@ -326,7 +327,7 @@ def format_table(view: tuple[QueueRow, ...]) -> str:
                     rows.append(
                         (
                             ns.namespace,
-                            f"{p.trainjob} [{p.state}]",
+                            f"{p.trainjob} [{p.state.value}]",
                             q.step,
                             q.role,
                             q.queue,

@@ -36,13 +36,20 @@ from trainweave.integrations.views.argo_view import (
 from trainweave.integrations.views.rollup import (
     Observed,
     Progress,
+    condition_true,
     is_finished,
     owned,
     progress,
     rollup,
 )
 from trainweave.integrations.views.times import format_time
-from trainweave.labels import ConditionType
+from trainweave.labels import (
+    ConditionType,
+    EventReason,
+    EventType,
+    StoppedFor,
+    TrainJobState,
+)
 
 Json = dict[str, Any]
 FOREGROUND = "foregroundDeletion"  # the GC's finalizer on an owner deleted in foreground
@@ -68,7 +75,7 @@ class Plan:
     after_start: list[api.Request] = field(default_factory=list)
     metrics: list[quota.MetricEvent] = field(default_factory=list)
     requeue_after: float | None = None
-    state: str = ""  # TrainJob state for the gauge
+    state: TrainJobState | None = None  # for the gauge (None: another controller's)
     waiting: tuple[quota.StepQuota, ...] = ()  # step Workloads waiting for quota (gauge)
     leaked: tuple[quota.StepQuota, ...] = ()  # holding quota though done for good (gauge)
     holding: tuple[quota.StepQuota, ...] = ()  # holding quota now (counter series made at 0)
@@ -98,12 +105,13 @@ def group_of(pod: Json) -> str:
     return str(ann.get(labels.KUEUE_POD_GROUP_NAME) or lbl.get(labels.KUEUE_POD_GROUP_NAME) or "")
 
 
-def state_of(conds: list[Json], suspended: bool) -> str:
-    """Gauge label: Complete | Failed | Suspended | Running."""
-    for ctype in (ConditionType.COMPLETE, ConditionType.FAILED):
-        if any(c.get("type") == ctype.value and c.get("status") == "True" for c in conds):
-            return str(ctype.value)
-    return "Suspended" if suspended else "Running"
+def state_of(conds: list[Json], suspended: bool) -> TrainJobState:
+    """The TrainJob's state: Complete or Failed when True, else Suspended or Running."""
+    if condition_true(conds, ConditionType.COMPLETE):
+        return TrainJobState.COMPLETE
+    if condition_true(conds, ConditionType.FAILED):
+        return TrainJobState.FAILED
+    return TrainJobState.SUSPENDED if suspended else TrainJobState.RUNNING
 
 
 def plan(obs: Observed, now: datetime) -> Plan:
@@ -143,7 +151,8 @@ def plan(obs: Observed, now: datetime) -> Plan:
         )
     for cond in desired.conditions:
         if cond not in current and cond.get("status") == "True" and cond["type"] != "Suspended":
-            kind = "Warning" if cond["type"] == ConditionType.FAILED.value else "Normal"
+            failed = cond["type"] == ConditionType.FAILED.value
+            kind = EventType.WARNING if failed else EventType.NORMAL
             out.after_start.append(event(tj, kind, cond["reason"], cond["message"], now))
     if desired.deadline is not None and not finished:
         out.requeue_after = max(0.0, (desired.deadline - now).total_seconds()) + 0.05
@@ -167,13 +176,13 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Plan) -> None:
         if latest.terminal or latest.stopped_for:
             return
         if wf_pods:
-            out.requests.append(_stop(ns, latest, "suspend"))
+            out.requests.append(_stop(ns, latest, StoppedFor.SUSPEND))
         elif not latest.suspend:
             out.requests.append(_patch_wf(ns, latest.name, {"spec": {"suspend": True}}))
         return
     if latest.suspend and not latest.shutdown:
         out.requests.append(_patch_wf(ns, latest.name, {"spec": {"suspend": None}}))
-    if latest.stopped_for == "suspend":
+    if latest.stopped_for == StoppedFor.SUSPEND:
         live = _live_groups(obs, latest)
         if latest.terminal and not live and all(_terminal_pod(p) for p in wf_pods):
             finished = _finished_groups_to_rerun(obs, latest, prog.done_steps)
@@ -188,7 +197,7 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Plan) -> None:
         return
     verdict = latest.verdict()
     if verdict and not latest.terminal and not latest.shutdown:
-        stopped_for = f"{labels.STOPPED_FOR_JOB_FAILED}/{verdict.job}"
+        stopped_for = f"{StoppedFor.JOB_FAILED.value}/{verdict.job}"
         out.requests.append(_stop(ns, latest, stopped_for))
 
 
@@ -325,11 +334,11 @@ def _quota(obs: Observed, records: list[quota.StepQuota], now: datetime, out: Pl
             continue
         if q.state == quota.PENDING and q.reason:
             msg = f"step {q.step} waits in queue {q.queue}: {q.reason}: {q.message}"
-            kind = "Warning" if quota.needs_admin(q) else "Normal"
-            out.after_start.append(event(tj, kind, "StepWaitingForQuota", msg, now))
+            kind = EventType.WARNING if quota.needs_admin(q) else EventType.NORMAL
+            out.after_start.append(event(tj, kind, EventReason.STEP_WAITING_FOR_QUOTA, msg, now))
         elif q.state == quota.ADMITTED:
             msg = f"step {q.step} admitted by ClusterQueue {q.cluster_queue}"
-            out.after_start.append(event(tj, "Normal", "StepAdmitted", msg, now))
+            out.after_start.append(event(tj, EventType.NORMAL, EventReason.STEP_ADMITTED, msg, now))
 
 
 def _stop_when_deleted(ns: str, obs: Observed) -> list[api.Request]:
@@ -341,7 +350,7 @@ def _stop_when_deleted(ns: str, obs: Observed) -> list[api.Request]:
     if FOREGROUND not in (_meta(obs.trainjob).get("finalizers") or []):
         return []
     views = (view(wf) for wf in owned(obs.trainjob, obs.workflows))
-    return [_stop(ns, v, "deleted") for v in views if not v.terminal and not v.shutdown]
+    return [_stop(ns, v, StoppedFor.DELETED) for v in views if not v.terminal and not v.shutdown]
 
 
 def _attempts(ns: str, name: str, n: int) -> api.Request:
@@ -353,13 +362,17 @@ def _patch_wf(ns: str, name: str, patch: Json) -> api.Request:
     return api.merge_patch(api.WORKFLOW, ns, name, patch)
 
 
-def _stop(ns: str, wf: WorkflowView, why: str) -> api.Request:
-    patch = {"metadata": {"annotations": {labels.STOPPED_FOR: why}}, "spec": {"shutdown": "Stop"}}
+def _stop(ns: str, wf: WorkflowView, why: StoppedFor | str) -> api.Request:
+    """Argo's ``shutdown: Stop``, annotated with why (``job-failed/<job>`` names the job)."""
+    value = why.value if isinstance(why, StoppedFor) else why
+    patch = {"metadata": {"annotations": {labels.STOPPED_FOR: value}}, "spec": {"shutdown": "Stop"}}
     return _patch_wf(ns, wf.name, patch)
 
 
-def event(obj: Json, kind: str, reason: str, message: str, now: datetime) -> api.Request:
-    """A core/v1 Event about ``obj``."""
+def event(
+    obj: Json, kind: EventType, reason: EventReason | str, message: str, now: datetime
+) -> api.Request:
+    """A core/v1 Event about ``obj`` (``reason``: an EventReason or a condition's reason)."""
     meta = _meta(obj)
     stamp = format_time(now)
     body = {
@@ -373,8 +386,8 @@ def event(obj: Json, kind: str, reason: str, message: str, now: datetime) -> api
             "namespace": meta["namespace"],
             "uid": meta.get("uid"),
         },
-        "type": kind,
-        "reason": reason,
+        "type": kind.value,
+        "reason": reason.value if isinstance(reason, EventReason) else reason,
         "message": message[:1000],
         "source": {"component": COMPONENT},
         "reportingComponent": COMPONENT,

@@ -29,7 +29,7 @@ from trainweave.integrations.views.argo_view import (
     workflow_of,
 )
 from trainweave.integrations.views.times import format_time, parse_time
-from trainweave.labels import ConditionType, Reason
+from trainweave.labels import ConditionType, Reason, StoppedFor
 
 Json = dict[str, Any]
 
@@ -42,8 +42,6 @@ MSG_DEADLINE = "TrainJob exceeded its active deadline"
 MSG_COMPLETE = "jobset completed successfully"
 MSG_FAILED_JOBS = "jobset failed due to one or more job failures"
 MSG_MAX_RESTARTS = "jobset failed due to reaching max number of restarts"
-ARGO_NODE_NAME = "workflows.argoproj.io/node-name"
-KUEUE_ADMISSION_GATE = "kueue.x-k8s.io/admission"
 
 
 @dataclass(frozen=True)
@@ -83,7 +81,7 @@ class Progress:
             # nothing: the pipeline is done (as a JobSet that completed before it is Complete),
             # and a resumed segment would have no step to run (Argo refuses an empty DAG)
             stopped_done = wf.terminal and bool(wf.steps) and set(wf.steps) <= self.done_steps
-            if wf.stopped_for == "suspend" and stopped_done:
+            if wf.stopped_for == StoppedFor.SUSPEND and stopped_done:
                 return "succeeded"
             return "stopped"
         if wf.phase == "Succeeded":
@@ -163,12 +161,16 @@ def condition(conds: list[Json], ctype: ConditionType) -> Json | None:
     return None
 
 
+def condition_true(conds: list[Json], ctype: ConditionType) -> bool:
+    """The condition of type ``ctype`` is there and True."""
+    found = condition(conds, ctype)
+    return found is not None and found.get("status") == "True"
+
+
 def is_finished(conds: list[Json]) -> bool:
     """Complete or Failed is True (Trainer's IsTrainJobFinished)."""
-    return any(
-        c.get("type") in (ConditionType.COMPLETE.value, ConditionType.FAILED.value)
-        and c.get("status") == "True"
-        for c in conds
+    return condition_true(conds, ConditionType.COMPLETE) or condition_true(
+        conds, ConditionType.FAILED
     )
 
 
@@ -325,7 +327,7 @@ def attempt_pods(obs: Observed, prog: Progress) -> list[Json]:
         wf = lbls.get(WORKFLOW_LABEL, "")
         if wf not in wf_names:
             continue
-        node = str((meta.get("annotations") or {}).get(ARGO_NODE_NAME) or meta.get("name"))
+        node = str((meta.get("annotations") or {}).get(labels.ARGO_NODE_NAME) or meta.get("name"))
         node = ATTEMPT_SUFFIX.sub("", node[len(wf) + 1 :] if node.startswith(wf + ".") else node)
         latest[(lbls.get(labels.REPLICATED_JOB, ""), node)] = pod
     return list(latest.values())
@@ -428,7 +430,7 @@ def _failed_steps(prog: Progress) -> set[tuple[str, str]]:
 
 def _gated(pod: Json) -> bool:
     gates = (pod.get("spec") or {}).get("schedulingGates") or []
-    return any(g.get("name") == KUEUE_ADMISSION_GATE for g in gates)
+    return any(g.get("name") == labels.KUEUE_ADMISSION_GATE for g in gates)
 
 
 def _ready(pod: Json) -> bool:
