@@ -1,6 +1,6 @@
 """Reading input files: YAML documents paired with the file they came from.
 
-The only file I/O of the CLI's input side. A file that is not YAML, or a
+How ``trainweave render`` and ``plan`` read their inputs. A file that is not YAML, or a
 document that is not a mapping, is an InputError naming the file.
 """
 

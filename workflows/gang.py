@@ -3,8 +3,8 @@
 A :class:`GangStep` is a trainweave ``Step`` holding one ``Job``
 (``trainweave.model``): ``pods`` identical pods on one ``queue``. Calling it
 inside a Hera ``DAG`` adds to the enclosing Workflow exactly the templates
-``trainweave render`` makes for a step (``adapters.argo.workflow``, through
-``adapters.argo.workflow``) and returns the DAG task that runs the step:
+``trainweave render`` makes for a step (``adapters.argo.workflow``) and returns the DAG task
+that runs the step:
 
 - ``step-<name>``: a DAG with one task per pod, ``<name>-<replica>-<index>``;
 - ``<name>``: the pod's containerSet template (the container keeps its

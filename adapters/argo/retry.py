@@ -1,35 +1,19 @@
-"""RetryPolicy (batch Job semantics) -> Argo ``retryStrategy``.
+"""RetryPolicy (batch Job semantics) -> Argo ``retryStrategy``. Pure.
 
-Pure. Argo (v4.0.7 ``workflow/controller/operator.go`` processNodeRetries)
-retries a node while ``len(children) <= limit`` and, if an ``expression`` is
-set, only while it is true; the expression sees strings ``retries`` (index of
-the last attempt), ``lastRetry.exitCode``, ``lastRetry.status``,
-``lastRetry.message``.
+Argo v4.0.7 (``operator.go`` processNodeRetries) retries a node while ``len(children) <= limit``
+and its ``expression`` holds. Exit codes come from ``lastRetry.message`` (docs/design.md, D10);
+disruptions are retried outside the budget (D11). What maps to what:
 
-Exit codes are read from ``lastRetry.message``: step pods are containerSet
-templates (the runtime's container names kept), and Argo fills
-``outputs.exitCode`` (so ``lastRetry.exitCode``) only from a container named
-``main`` (operator.go getExitCode; ``-1`` otherwise). A failed pod's node
-message is ``<container>: <reason> (exit code N)[: <termination message>]``
-(operator.go inferFailedReason), or the pod's own status message when it has
-one (eviction), which names no exit code and so matches no exit-code rule,
-as a Job's podFailurePolicy matches only terminated containers.
-
-- podFailurePolicy rules become a ternary chain in rule order (first match
-  wins): ``FailJob`` -> false, ``Ignore`` -> true, ``Count`` -> budget check;
-  a rule's ``containerName`` must lead the message;
-- a pod of several containers (``RetryPolicy.judged``): the message names one of
-  them, so the pod retries up to ``limit`` with no expression and the controller
-  judges each failed attempt by every container's exit code (``judge``, the Job
-  controller's ``matchPodFailurePolicy``) and stops the step;
+- podFailurePolicy rules -> a ternary chain in rule order: ``FailJob`` false, ``Ignore`` true,
+  ``Count`` the budget check; a rule's ``containerName`` must lead the message;
 - no rule matched -> ``Count``: ``asInt(retries) < budget``;
-- a disrupted pod is retried without counting (unless a ``DisruptionTarget`` rule says
-  otherwise), so a preempted step comes back, as a Kueue-suspended Job's pods never count: a node
-  in ``Error`` (pod deleted, executor failure) or a main container that exited 143 (SIGTERM: Kueue
-  preemption, eviction, drain); Argo reports nothing else about preemption (docs/engines.md);
-- ``limit`` = budget + REQUEUE_ALLOWANCE, the most disruption retries a pod gets;
-- backoff is the Job controller's: 10s doubling, capped at 6m; the Job's
-  ``activeDeadlineSeconds`` becomes ``maxDuration`` (it spans all attempts).
+- a node in ``Error`` or an exit 143 -> retried without counting (unless a ``DisruptionTarget``
+  rule says otherwise);
+- a pod of several containers (``RetryPolicy.judged``) -> no expression; the controller judges
+  each failed attempt by every container's exit code (``judge``, the Job controller's
+  ``matchPodFailurePolicy``);
+- ``limit`` = budget + REQUEUE_ALLOWANCE; backoff 10s doubling, capped at 6m (the Job
+  controller's); the Job's ``activeDeadlineSeconds`` -> ``maxDuration``.
 """
 
 from __future__ import annotations

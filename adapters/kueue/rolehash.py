@@ -29,7 +29,7 @@ from typing import Any
 from trainweave.quantity import canonical_quantity
 
 Json = dict[str, Any]
-ARGO_EXECUTOR_IMAGE = "quay.io/argoproj/argoexec:v4.1.2"
+ARGO_EXECUTOR_IMAGE = "quay.io/argoproj/argoexec:v4.0.7"
 
 # Go struct field order and omitempty, from k8s.io/api@v0.36.2 core/v1/types.go and
 # apimachinery meta/v1/types.go: (json name, kind, omitempty).

@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 
+from tests.versions import ARGO_VERSION
 from trainweave.adapters import names
 from trainweave.adapters.kueue import workloads
 from trainweave.adapters.kueue.podsets import effective_requests, pod_roles
 from trainweave.adapters.kueue.rolehash import (
+    ARGO_EXECUTOR_IMAGE,
     PodDefaults,
     admitted_pod_spec,
     role_hash,
@@ -260,7 +262,14 @@ def _job(name: str, pods: int, requests: dict[str, str], **spec: Any) -> Job:
         "containers": [{"name": name, "image": f"{name}:1", "resources": {"requests": requests}}]
     }
     pod.update(spec)
-    return Job(name, None, 1, pods, {"metadata": {}, "spec": pod}, RetryPolicy(0))
+    return Job(
+        name=name,
+        ancestor=None,
+        replicas=1,
+        pods_per_replica=pods,
+        pod_template={"metadata": {}, "spec": pod},
+        retry=RetryPolicy(budget=0),
+    )
 
 
 def _pipeline(*steps: Step, attempt: int = 0) -> Pipeline:
@@ -419,3 +428,9 @@ def test_workloads_do_not_share_state() -> None:
     before = copy.deepcopy(step.jobs[0].pod_template)
     assert workloads.workloads(pipeline) == workloads.workloads(pipeline)
     assert step.jobs[0].pod_template == before
+
+
+def test_the_executor_image_in_role_hashes_is_the_pinned_argo() -> None:
+    """Argo's default executor image carries Argo's version (workflow-controller's
+    ``executor.image``): the role hash's injected ``wait``/``init`` containers name the pinned one."""
+    assert f"quay.io/argoproj/argoexec:{ARGO_VERSION}" == ARGO_EXECUTOR_IMAGE
