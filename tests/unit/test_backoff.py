@@ -104,7 +104,7 @@ def test_which_failures_count(
 ) -> None:
     """As the retry expression: disruptions uncounted unless a DisruptionTarget rule says so,
     Ignore rules uncounted, every other failure counted."""
-    policy = RetryPolicy(2, rules, shared=True)
+    policy = RetryPolicy(budget=2, rules=rules, shared=True)
     assert retry.counts(policy, phase, [] if code is None else [("node", code)]) is counted
     assert retry.policy_of_wire(retry.policy_wire(policy)) == policy
 
@@ -123,18 +123,18 @@ def started() -> Json:
     ("pods", "stopped"),
     [
         (
-            [Pod("node-0-0", "Failed", 1), Pod("node-0-1", "Failed", 1),
+            [Pod("node-0-0", "Failed", code=1), Pod("node-0-1", "Failed", code=1),
              Pod("node-0-0", "Running", attempt=1)],
             [],
         ),
         (
-            [Pod("node-0-0", "Failed", 1), Pod("node-0-1", "Failed", 1),
-             Pod("node-0-0", "Failed", 1, attempt=1), Pod("node-0-1", "Running", attempt=1)],
+            [Pod("node-0-0", "Failed", code=1), Pod("node-0-1", "Failed", code=1),
+             Pod("node-0-0", "Failed", code=1, attempt=1), Pod("node-0-1", "Running", attempt=1)],
             ["job-failed/node"],
         ),
         (
-            [Pod("node-0-0", "Failed", 143), Pod("node-0-1", "Error"),
-             Pod("node-0-0", "Failed", 1, attempt=1), Pod("node-0-1", "Running", attempt=1)],
+            [Pod("node-0-0", "Failed", code=143), Pod("node-0-1", "Error"),
+             Pod("node-0-0", "Failed", code=1, attempt=1), Pod("node-0-1", "Running", attempt=1)],
             [],
         ),
     ],
@@ -153,8 +153,8 @@ def test_the_third_counted_failure_of_the_step_stops_it(
 
 
 def test_stopped_step_fails_the_trainjob_with_backoff_limit_exceeded() -> None:
-    pods = [Pod("node-0-0", "Failed", 1), Pod("node-0-1", "Failed", 1),
-            Pod("node-0-0", "Failed", 1, attempt=1), Pod("node-0-1", "Failed", 143, attempt=1)]  # fmt: skip
+    pods = [Pod("node-0-0", "Failed", code=1), Pod("node-0-1", "Failed", code=1),
+            Pod("node-0-0", "Failed", code=1, attempt=1), Pod("node-0-1", "Failed", code=143, attempt=1)]  # fmt: skip
     wf = running(pods, phase="Failed", shutdown="Stop", stopped_for="job-failed/node")
     assert view(wf).backoff_job == "node"
     assert (
@@ -183,7 +183,7 @@ def test_stopped_step_fails_the_trainjob_with_backoff_limit_exceeded() -> None:
 
 
 def test_stopping_workflow_is_not_yet_a_failure() -> None:
-    pods = [Pod("node-0-0", "Failed", 1), Pod("node-0-1", "Running")]
+    pods = [Pod("node-0-0", "Failed", code=1), Pod("node-0-1", "Running")]
     wf = running(pods, shutdown="Stop", stopped_for="job-failed/node")
     status = rollup(Observed(started(), (wf,)), NOW)
     assert not [c for c in status.conditions if c["type"] == "Failed"]

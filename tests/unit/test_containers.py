@@ -122,8 +122,8 @@ def test_an_argo_daemon_must_be_one_container() -> None:
 
 
 POLICY = RetryPolicy(
-    1,
-    (
+    budget=1,
+    rules=(
         ExitCodeRule("FailJob", "In", (42,), container="uploader"),
         ExitCodeRule("Ignore", "In", (3,)),
     ),
@@ -169,7 +169,7 @@ def test_judge_matches_every_container_as_a_job_does(
 
 def test_a_sibling_argo_stopped_does_not_match_a_143_rule() -> None:
     """Argo SIGTERMs the other containers once one fails; a Job's pod would not have."""
-    policy = RetryPolicy(1, (ExitCodeRule("FailJob", "In", (143,)),), judged=True)
+    policy = RetryPolicy(budget=1, rules=(ExitCodeRule("FailJob", "In", (143,)),), judged=True)
     assert retry.judge(policy, "Failed", [("node", 143), ("uploader", 3)]).action == "Count"
     assert retry.judge(policy, "Failed", [("node", 143), ("uploader", 143)]).action == "Ignore"
 
@@ -242,7 +242,7 @@ def test_ignored_failures_do_not_spend_the_budget() -> None:
 
 
 def test_a_spent_per_index_budget_fails_with_failed_indexes() -> None:
-    wire = retry.policy_wire(RetryPolicy(0, judged=True, per_index=True))
+    wire = retry.policy_wire(RetryPolicy(budget=0, judged=True, per_index=True))
     pods = [Pod("node-0-0", "Failed", message=NODE_FIRST, containers=(("node", 1),))]
     wf = running(pods, wire, phase="Failed", shutdown="Stop", stopped_for="job-failed/node")
     assert view(wf).failure() == (

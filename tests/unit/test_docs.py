@@ -29,7 +29,7 @@ def test_controller_doc_sdk_snippet_is_the_e2e_script() -> None:
 
 def test_admins_doc_shows_the_queues_table_of_the_unit_fixtures() -> None:
     """docs/admins.md's `trainweave queues` example is the table test_queues_view pins."""
-    from tests.unit.test_queues_view import TABLE
+    from tests.unit.queues_table import TABLE
 
     assert f"```\n{TABLE}```" in (ROOT / "docs/admins.md").read_text()
 

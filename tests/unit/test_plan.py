@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -18,7 +18,14 @@ Json = dict[str, Any]
 def _job(name: str, pods: int, requests: dict[str, str], **spec: Any) -> Job:
     pod: Json = {"containers": [{"name": name, "image": "x", "resources": {"limits": requests}}]}
     pod.update(spec)
-    return Job(name, None, 1, pods, {"metadata": {}, "spec": pod}, RetryPolicy(0))
+    return Job(
+        name=name,
+        ancestor=None,
+        replicas=1,
+        pods_per_replica=pods,
+        pod_template={"metadata": {}, "spec": pod},
+        retry=RetryPolicy(budget=0),
+    )
 
 
 def _step(name: str, queue: str, job: Job, *deps: str, role: StepRole = StepRole.AUXILIARY) -> Step:
@@ -41,7 +48,7 @@ def _flavor(name: str, **spec: Any) -> Json:
 def _cq(
     name: str, flavors: list[tuple[str, dict[str, Any]]], cohort: str | None = None, **spec: Any
 ) -> Json:
-    """``flavors``: (flavor, {resource: nominal | (nominal, borrowingLimit, lendingLimit)})."""
+    """``flavors``: (flavor, {resource: nominal quota | Quota})."""
     covered = list(flavors[0][1])
     groups = [
         {
@@ -63,14 +70,22 @@ def _cq(
     }
 
 
+class Quota(NamedTuple):
+    """A flavor's quota of one resource with its limits (None: the field is not set)."""
+
+    nominal: int
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+
 def _quota(resource: str, quota: Any) -> Json:
-    if not isinstance(quota, tuple):
+    if not isinstance(quota, Quota):
         return {"name": resource, "nominalQuota": str(quota)}
-    out: Json = {"name": resource, "nominalQuota": str(quota[0])}
-    if quota[1] is not None:
-        out["borrowingLimit"] = str(quota[1])
-    if quota[2] is not None:
-        out["lendingLimit"] = str(quota[2])
+    out: Json = {"name": resource, "nominalQuota": str(quota.nominal)}
+    if quota.borrowing_limit is not None:
+        out["borrowingLimit"] = str(quota.borrowing_limit)
+    if quota.lending_limit is not None:
+        out["lendingLimit"] = str(quota.lending_limit)
     return out
 
 
@@ -89,58 +104,93 @@ def _queues(*docs: Json) -> QueueSet:
 
 GPU8 = {"nvidia.com/gpu": "8"}
 
-# (id, GPU pods of 8 GPUs in step "t" on LocalQueue gpu -> gpu-cq, queue docs, expected fit, flavor)
-FITS: list[tuple[str, int, list[Json], Fit, str | None]] = [
-    ("within-nominal", 2, [_cq("gpu-cq", [("a100", {"nvidia.com/gpu": 16})])], Fit.NOMINAL, "a100"),
-    ("no-cohort-too-big", 3, [_cq("gpu-cq", [("a100", {"nvidia.com/gpu": 16})])], Fit.NEVER, None),
-    (
-        "borrows-from-peer",
-        3,
-        [
+
+class FitCase(NamedTuple):
+    """One step "t" of ``pods`` pods of 8 GPUs on LocalQueue gpu -> gpu-cq, with these queue
+    documents: the fit and GPU flavor the plan gives it, and ``trainweave plan``'s exit code."""
+
+    name: str
+    pods: int
+    queues: list[Json]
+    fit: Fit
+    flavor: str | None
+    exit_code: int
+
+
+FITS = [
+    FitCase(
+        name="within-nominal",
+        pods=2,
+        queues=[_cq("gpu-cq", [("a100", {"nvidia.com/gpu": 16})])],
+        fit=Fit.NOMINAL,
+        flavor="a100",
+        exit_code=0,
+    ),
+    FitCase(
+        name="no-cohort-too-big",
+        pods=3,
+        queues=[_cq("gpu-cq", [("a100", {"nvidia.com/gpu": 16})])],
+        fit=Fit.NEVER,
+        flavor=None,
+        exit_code=1,
+    ),
+    FitCase(
+        name="borrows-from-peer",
+        pods=3,
+        queues=[
             _cq("gpu-cq", [("a100", {"nvidia.com/gpu": 16})], cohort="c"),
             _cq("peer", [("a100", {"nvidia.com/gpu": 8})], cohort="c"),
         ],
-        Fit.BORROWING,
-        "a100",
+        fit=Fit.BORROWING,
+        flavor="a100",
+        exit_code=0,
     ),
-    (
-        "peer-lends-only-lendingLimit",
-        3,
-        [
+    FitCase(
+        name="peer-lends-only-lendingLimit",
+        pods=3,
+        queues=[
             _cq("gpu-cq", [("a100", {"nvidia.com/gpu": 16})], cohort="c"),
-            _cq("peer", [("a100", {"nvidia.com/gpu": (8, None, 4)})], cohort="c"),
+            _cq("peer", [("a100", {"nvidia.com/gpu": Quota(8, lending_limit=4)})], cohort="c"),
         ],
-        Fit.NEVER,
-        None,
+        fit=Fit.NEVER,
+        flavor=None,
+        exit_code=1,
     ),
-    (
-        "borrowingLimit-caps",
-        3,
-        [
-            _cq("gpu-cq", [("a100", {"nvidia.com/gpu": (16, 4, None)})], cohort="c"),
+    FitCase(
+        name="borrowingLimit-caps",
+        pods=3,
+        queues=[
+            _cq("gpu-cq", [("a100", {"nvidia.com/gpu": Quota(16, borrowing_limit=4)})], cohort="c"),
             _cq("peer", [("a100", {"nvidia.com/gpu": 32})], cohort="c"),
         ],
-        Fit.NEVER,
-        None,
+        fit=Fit.NEVER,
+        flavor=None,
+        exit_code=1,
     ),
-    (
-        "own-lendingLimit-still-usable",
-        2,
-        [_cq("gpu-cq", [("a100", {"nvidia.com/gpu": (16, None, 8)})], cohort="c")],
-        Fit.NOMINAL,
-        "a100",
+    FitCase(
+        name="own-lendingLimit-still-usable",
+        pods=2,
+        queues=[
+            _cq("gpu-cq", [("a100", {"nvidia.com/gpu": Quota(16, lending_limit=8)})], cohort="c")
+        ],
+        fit=Fit.NOMINAL,
+        flavor="a100",
+        exit_code=0,
     ),
-    (
-        "first-flavor-that-fits",
-        3,
-        [_cq("gpu-cq", [("a100", {"nvidia.com/gpu": 16}), ("h100", {"nvidia.com/gpu": 32})])],
-        Fit.NOMINAL,
-        "h100",
+    FitCase(
+        name="first-flavor-that-fits",
+        pods=3,
+        queues=[
+            _cq("gpu-cq", [("a100", {"nvidia.com/gpu": 16}), ("h100", {"nvidia.com/gpu": 32})])
+        ],
+        fit=Fit.NOMINAL,
+        flavor="h100",
+        exit_code=0,
     ),
-    (
-        "may-stop-search-borrows-in-first",
-        3,
-        [
+    FitCase(
+        name="may-stop-search-borrows-in-first",
+        pods=3,
+        queues=[
             _cq(
                 "gpu-cq",
                 [("a100", {"nvidia.com/gpu": 16}), ("h100", {"nvidia.com/gpu": 32})],
@@ -148,13 +198,14 @@ FITS: list[tuple[str, int, list[Json], Fit, str | None]] = [
             ),
             _cq("peer", [("a100", {"nvidia.com/gpu": 16})], cohort="c"),
         ],
-        Fit.BORROWING,
-        "a100",
+        fit=Fit.BORROWING,
+        flavor="a100",
+        exit_code=0,
     ),
-    (
-        "try-next-flavor-avoids-borrowing",
-        3,
-        [
+    FitCase(
+        name="try-next-flavor-avoids-borrowing",
+        pods=3,
+        queues=[
             _cq(
                 "gpu-cq",
                 [("a100", {"nvidia.com/gpu": 16}), ("h100", {"nvidia.com/gpu": 32})],
@@ -163,25 +214,31 @@ FITS: list[tuple[str, int, list[Json], Fit, str | None]] = [
             ),
             _cq("peer", [("a100", {"nvidia.com/gpu": 16})], cohort="c"),
         ],
-        Fit.NOMINAL,
-        "h100",
+        fit=Fit.NOMINAL,
+        flavor="h100",
+        exit_code=0,
     ),
-    ("resource-not-covered", 1, [_cq("gpu-cq", [("a100", {"cpu": 64})])], Fit.NEVER, None),
+    FitCase(
+        name="resource-not-covered",
+        pods=1,
+        queues=[_cq("gpu-cq", [("a100", {"cpu": 64})])],
+        fit=Fit.NEVER,
+        flavor=None,
+        exit_code=1,
+    ),
 ]
 
 
-@pytest.mark.parametrize(
-    ("pods", "docs", "fit", "flavor"), [f[1:] for f in FITS], ids=[f[0] for f in FITS]
-)
-def test_fit(pods: int, docs: list[Json], fit: Fit, flavor: str | None) -> None:
+@pytest.mark.parametrize("case", FITS, ids=[case.name for case in FITS])
+def test_fit(case: FitCase) -> None:
     flavors = [_flavor("a100"), _flavor("h100")]
-    pipeline = _pipeline(_step("t", "gpu", _job("node", pods, GPU8)))
-    result = plan(pipeline, _queues(*flavors, *docs, _lq("gpu", "gpu-cq")))
+    pipeline = _pipeline(_step("t", "gpu", _job("node", case.pods, GPU8)))
+    result = plan(pipeline, _queues(*flavors, *case.queues, _lq("gpu", "gpu-cq")))
     (step,) = result.steps
     gpu = [r for r in step.resources if r.resource == "nvidia.com/gpu"]
-    assert (step.fit, gpu[0].flavor) == (fit, flavor)
-    assert gpu[0].total == str(8 * pods)
-    assert plan_exit_code(result) == (1 if fit is Fit.NEVER else 0)
+    assert (step.fit, gpu[0].flavor) == (case.fit, case.flavor)
+    assert gpu[0].total == str(8 * case.pods)
+    assert plan_exit_code(result) == case.exit_code
 
 
 @pytest.mark.parametrize(

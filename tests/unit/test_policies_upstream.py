@@ -37,59 +37,22 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 
 from tests.builders import RuntimeBuilder, make_runtime, make_trainjob
+from tests.unit.policies_upstream import CTR, Err, check_errors, context
 from trainweave.adapters.trainjob import policies
 from trainweave.adapters.trainjob.policies import torchtune
 from trainweave.adapters.trainjob.policies.base import Context
-from trainweave.errors import InputError
-from trainweave.inputs import TrainJob, parse_runtime, parse_trainjob
 from trainweave.labels import Ancestor
 
 Json = dict[str, Any]
-CTR = "ClusterTrainingRuntime"
 COMPLETION_INDEX = {
     "fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
 }
 PORTS = [{"containerPort": 29500}]
-
-
-class Err(NamedTuple):
-    """An expected field error; ``exact=False``: path prefix and message substring."""
-
-    path: str
-    message: str
-    exact: bool = True
-
-
-def _trainjob(doc: Json) -> TrainJob:
-    """A parsed TrainJob; names that are not DNS labels (upstream's ``trainJob``) skip
-    parse_trainjob's metadata.name check, as Go's plugin tests skip the webhook."""
-    name = doc["metadata"]["name"]
-    if name != name.lower():
-        return TrainJob.model_validate(doc)
-    return parse_trainjob(doc)
-
-
-def _context(tj: Json, rt: RuntimeBuilder) -> Context:
-    return Context(_trainjob(tj), parse_runtime(rt.build()).spec)
-
-
-def _check_errors(got: list[InputError], want: list[Err]) -> None:
-    def view(g: InputError, w: Err) -> tuple[str, str]:
-        if w.exact:
-            return g.path, g.message
-        return (
-            w.path if g.path.startswith(w.path) else g.path,
-            w.message if w.message in g.message else g.message,
-        )
-
-    views = [view(g, w) for g, w in zip(got, want, strict=False)]
-    views += [(g.path, g.message) for g in got[len(want) :]]
-    assert views == [(w.path, w.message) for w in want]
 
 
 # --- torchtune_test.go ------------------------------------------------------------------
@@ -210,7 +173,7 @@ def test_get_recipe_and_config(
         kind=CTR,
         trainer={"command": ["tune", "run"], "args": args},
     )
-    ctx = _context(tj, make_runtime())
+    ctx = context(tj, make_runtime())
     assert torchtune.recipe_and_config(ctx, num_nodes, nproc, gpus) == (want_recipe, want_config)
 
 
@@ -260,7 +223,7 @@ def test_extract_overrides_from_runtime(
     tj = make_trainjob(
         runtime="torchtune-llama3.2-1b", kind=CTR, trainer={"command": ["tune", "run"]}
     )
-    cmd = torchtune.command(_context(tj, rt))
+    cmd = torchtune.command(context(tj, rt))
     assert cmd[cmd.index("--config") + 2 :] == want
 
 
@@ -378,8 +341,8 @@ def _tune(num_nodes: int, args: list[str], requests: Json) -> Json:
 def test_torch_validate(trainer: Json, runtime_ref: str, want: list[Err]) -> None:
     kind = CTR if runtime_ref != "rt" else "TrainingRuntime"
     tj = make_trainjob(name="test", runtime=runtime_ref, kind=kind, trainer=trainer)
-    ctx = _context(tj, make_runtime())
-    _check_errors(policies.of(ctx.spec).validate(ctx), want)
+    ctx = context(tj, make_runtime())
+    check_errors(policies.of(ctx.spec).validate(ctx), want)
 
 
 # --- xgboost_test.go ----------------------------------------------------------------------
@@ -434,13 +397,13 @@ def test_xgboost_validate(policy: Json, trainer: Json | None, want: list[Err]) -
     """Upstream ignores Forbidden's Detail; the message only has to name the variable."""
     spec: Json = {"trainer": trainer} if trainer is not None else {}
     tj = make_trainjob(name="test-job", **spec)
-    ctx = _context(tj, make_runtime(ml_policy={"numNodes": 1, **policy}))
-    _check_errors(policies.of(ctx.spec).validate(ctx), want)
+    ctx = context(tj, make_runtime(ml_policy={"numNodes": 1, **policy}))
+    check_errors(policies.of(ctx.spec).validate(ctx), want)
 
 
 def _enforce(tj: Json, rt: RuntimeBuilder, ancestor: Ancestor | None) -> tuple[Context, Json]:
     """Run the runtime's policy on its ``node`` job; (context, the enforced pod spec)."""
-    ctx = _context(tj, rt)
+    ctx = context(tj, rt)
     pod: Json = copy.deepcopy(rt.job_spec("node")["template"]["spec"])
     assert policies.of(ctx.spec).enforce(ctx, "node", ancestor, pod) is None
     return ctx, pod
@@ -456,18 +419,22 @@ def _xgboost_env(trainjob: str, workers: str) -> list[Json]:
 
 
 @pytest.mark.parametrize(
-    ("name", "pod_set_count", "runtime_requests", "trainer", "want_count", "want_env"),
+    (
+        "name", "pod_set_count", "runtime_requests", "trainer",
+        "want_count", "want_env", "want_ports",
+    ),
     [
         pytest.param(
-            "test-job", 1, None, None, 1, [],
+            "test-job", 1, None, None, 1, [], [],
             id="no env injection when trainJob.Spec.Trainer is nil",
         ),
         pytest.param(
-            "test-job", 1, None, {"numNodes": 1}, 1, _xgboost_env("test-job", "1"),
+            "test-job", 1, None, {"numNodes": 1}, 1, _xgboost_env("test-job", "1"), PORTS,
             id="single node XGBoost training (CPU)",
         ),
         pytest.param(
-            "multi-node-job", 2, None, {"numNodes": 4}, 4, _xgboost_env("multi-node-job", "4"),
+            "multi-node-job", 2, None, {"numNodes": 4},
+            4, _xgboost_env("multi-node-job", "4"), PORTS,
             id="multi-node XGBoost training (CPU)",
         ),
         pytest.param(
@@ -479,20 +446,20 @@ def _xgboost_env(trainjob: str, workers: str) -> list[Json]:
                     "requests": {"cpu": "8", "memory": "32Gi", "example.com/gpu": "4"}
                 },
             },
-            2, _xgboost_env("gpu-job", "8"),
+            2, _xgboost_env("gpu-job", "8"), PORTS,
             id="XGBoost training with GPU resources",
         ),
         pytest.param(
-            "trainJob", 1, None, {"numNodes": 3}, 3, _xgboost_env("trainJob", "3"),
+            "trainJob", 1, None, {"numNodes": 3}, 3, _xgboost_env("trainJob", "3"), PORTS,
             id="trainJob numNodes is respected",
         ),
         pytest.param(
-            "no-res-job", 2, None, {"numNodes": 2}, 2, _xgboost_env("no-res-job", "2"),
+            "no-res-job", 2, None, {"numNodes": 2}, 2, _xgboost_env("no-res-job", "2"), PORTS,
             id="resources not set - defaults to 1 worker per node",
         ),
         pytest.param(
             "runtime-res-job", 1, {"example.com/gpu": "2"}, {"numNodes": 3},
-            3, _xgboost_env("runtime-res-job", "6"),
+            3, _xgboost_env("runtime-res-job", "6"), PORTS,
             id="resources set in Runtime only",
         ),
         pytest.param(
@@ -502,7 +469,7 @@ def _xgboost_env(trainjob: str, workers: str) -> list[Json]:
                 "image": "xgboost/xgboost:latest",
                 "resourcesPerNode": {"requests": {"example.com/gpu": "4"}},
             },
-            2, _xgboost_env("trainjob-res", "8"),
+            2, _xgboost_env("trainjob-res", "8"), PORTS,
             id="resources set in TrainJob only",
         ),
         pytest.param(
@@ -512,7 +479,7 @@ def _xgboost_env(trainjob: str, workers: str) -> list[Json]:
                 "image": "xgboost/xgboost:latest",
                 "resourcesPerNode": {"requests": {"example.com/gpu": "3"}},
             },
-            2, _xgboost_env("both-res-job", "6"),
+            2, _xgboost_env("both-res-job", "6"), PORTS,
             id="resources set in both Runtime and TrainJob",
         ),
     ],
@@ -524,6 +491,7 @@ def test_xgboost_enforce_ml_policy(
     trainer: Json | None,
     want_count: int,
     want_env: list[Json],
+    want_ports: list[Json],
 ) -> None:
     rt = make_runtime(ml_policy={"numNodes": pod_set_count, "xgboost": {}})
     if runtime_requests is not None:
@@ -533,7 +501,7 @@ def test_xgboost_enforce_ml_policy(
     node = pod["containers"][0]
     assert ctx.num_nodes == want_count
     assert node.get("env", []) == want_env
-    assert node.get("ports", []) == (PORTS if want_env else [])
+    assert node.get("ports", []) == want_ports
 
 
 # --- jax_test.go ----------------------------------------------------------------------------

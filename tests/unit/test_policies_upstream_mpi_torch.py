@@ -67,9 +67,8 @@ from typing import Any
 import pytest
 
 from tests.builders import RuntimeBuilder, make_runtime, make_trainjob
-from tests.unit.test_policies_upstream import CTR, Err, _check_errors, _context
+from tests.unit.policies_upstream import CTR, Err, check_errors, context
 from trainweave.adapters.trainjob import mlpolicy, policies, validate
-from trainweave.adapters.trainjob.policies import torchtune
 from trainweave.adapters.trainjob.policies.jax import Jax
 from trainweave.adapters.trainjob.policies.mpi import MPI
 from trainweave.adapters.trainjob.policies.plain import Plain
@@ -119,7 +118,7 @@ class Enforced:
     """Each replicatedJob's pod spec and pod count after the policy's ``enforce``."""
 
     def __init__(self, tj: Json, rt: RuntimeBuilder) -> None:
-        self.ctx = _context(tj, rt)
+        self.ctx = context(tj, rt)
         self.policy = policies.of(self.ctx.spec)
         self.pods: dict[str, Json] = {}
         self.counts: dict[str, int] = {}
@@ -282,7 +281,8 @@ def test_torch_enforce_ml_policy(
     want_env: list[Json],
     want_command: list[str] | None,
 ) -> None:
-    """``want_command`` None: the TrainJob's command is not rewritten (not torchtune)."""
+    """``want_command`` None: the node has no command (not torchtune, so not rewritten; a
+    torchtune TrainJob always gets torchtune's command)."""
     kind = CTR if runtime_ref != "rt" else "TrainingRuntime"
     rt = _runtime(
         {"numNodes": pod_set_count, **TORCH}, _job("node", TRAINER, ["node"]),
@@ -294,11 +294,7 @@ def test_torch_enforce_ml_policy(
     assert got.counts == {"node": want_count}
     assert node["env"] == want_env
     assert node["ports"] == PORTS
-    if want_command is None:
-        assert "command" not in node
-        assert not torchtune.is_torchtune(got.ctx)
-    else:
-        assert node["command"] == want_command
+    assert node.get("command") == want_command
 
 
 # --- torch_test.go: TestTorchEnforceMLPolicy (envInjection) ---------------------------------
@@ -331,44 +327,50 @@ def test_env_injection_with_init_container() -> None:
 
 
 @pytest.mark.parametrize(
-    ("target", "trainer", "job"),
+    ("target", "init", "want_init_env", "want"),
     [
         pytest.param(
             ("node", ["non-existent-container"]),
-            {},
-            "node",
+            ["preflight-check"],
+            {"preflight-check": None},
+            [
+                Err(
+                    "spec.runtimeRef",
+                    'envInjection target podSet "node" container "non-existent-container" not'
+                    " found in runtime template",
+                )
+            ],
             id="envInjection target container does not exist",
         ),
         pytest.param(
             ("missing-job", ["preflight-check"]),
+            [],
             {},
-            "missing-job",
+            [
+                Err(
+                    "spec.runtimeRef",
+                    'envInjection target podSet "missing-job" container "preflight-check" not'
+                    " found in runtime template",
+                )
+            ],
             id="envInjection target job does not exist",
         ),
     ],
 )
 def test_env_injection_missing_target(
-    target: tuple[str, list[str]], trainer: Json, job: str
+    target: tuple[str, list[str]], init: list[str], want_init_env: Json, want: list[Err]
 ) -> None:
-    """Upstream's EnforceMLPolicy error is trainweave's validate error (same message)."""
-    jobs = [_job("node", TRAINER, ["node"], init=["preflight-check"] if job == "node" else None)]
-    rt = _runtime({"numNodes": 1, **_inject(target)}, *jobs)
-    got = Enforced(make_trainjob(name="test-job", trainer=trainer), rt)
+    """Upstream's EnforceMLPolicy error is trainweave's validate error (same message); enforce
+    skips the missing target (``want_init_env``: the node job's init containers' env, None for
+    none)."""
+    rt = _runtime({"numNodes": 1, **_inject(target)}, _job("node", TRAINER, ["node"], init=init))
+    got = Enforced(make_trainjob(name="test-job", trainer={}), rt)
     assert got.counts == {"node": 1}
     assert got.container("node", "node")["env"] == _pet(1, "1", "test-job")
     assert got.container("node", "node")["ports"] == PORTS
-    if job == "node":
-        assert "env" not in got.container("node", "preflight-check")
-    _check_errors(
-        got.policy.validate(got.ctx),
-        [
-            Err(
-                "spec.runtimeRef",
-                f'envInjection target podSet "{job}" container "{target[1][0]}" not found in'
-                " runtime template",
-            )
-        ],
-    )
+    init_env = {c["name"]: c.get("env") for c in got.pods["node"].get("initContainers", [])}
+    assert init_env == want_init_env
+    check_errors(got.policy.validate(got.ctx), want)
 
 
 def test_env_injection_with_torchtune_command() -> None:
@@ -479,8 +481,8 @@ def test_torch_validate_env_injection_target_container_does_not_exist() -> None:
         {"numNodes": 1, **_inject(("node", ["missing-container"]))},
         _job("node", TRAINER, ["node"]),
     )
-    ctx = _context(make_trainjob(name="test"), rt)
-    _check_errors(
+    ctx = context(make_trainjob(name="test"), rt)
+    check_errors(
         policies.of(ctx.spec).validate(ctx),
         [
             Err(
@@ -507,7 +509,7 @@ def test_torch_validate_env_injection_target_container_does_not_exist() -> None:
 )  # fmt: skip
 def test_torch_validate_no_action(ml_policy: Json, trainer: Json | None, want_policy: type) -> None:
     spec: Json = {"trainer": trainer} if trainer is not None else {}
-    ctx = _context(make_trainjob(name="test", **spec), make_runtime(ml_policy=ml_policy))
+    ctx = context(make_trainjob(name="test", **spec), make_runtime(ml_policy=ml_policy))
     policy = policies.of(ctx.spec)
     assert type(policy) is want_policy
     assert policy.validate(ctx) == []
@@ -767,8 +769,8 @@ def test_mpi_validate(policy: Json, jobs: list[str], trainer: Json | None, want:
     ]  # fmt: skip
     rt = _runtime({"numNodes": 1, **policy}, *built)
     spec: Json = {"trainer": trainer} if trainer is not None else {}
-    ctx = _context(make_trainjob(name="test", **spec), rt)
-    _check_errors(policies.of(ctx.spec).validate(ctx), want)
+    ctx = context(make_trainjob(name="test", **spec), rt)
+    check_errors(policies.of(ctx.spec).validate(ctx), want)
 
 
 # --- plainml_test.go: TestPlainML -----------------------------------------------------------
@@ -804,7 +806,7 @@ def _plain_pipeline(trainer: Json, runtime_env: list[Json] | None) -> tuple[int,
 def test_plainml_trainjob_numnodes_respected() -> None:
     """trainJob trainer numNodes are respected rather than runtimeInfo."""
     rt = make_runtime(ml_policy={"numNodes": 100})
-    ctx = _context(make_trainjob(name="test", trainer={"numNodes": 200}), rt)
+    ctx = context(make_trainjob(name="test", trainer={"numNodes": 200}), rt)
     pod: Json = copy.deepcopy(rt.job_spec("node")["template"]["spec"])
     before = copy.deepcopy(pod)
     assert type(policies.of(ctx.spec)) is Plain

@@ -18,6 +18,7 @@ from tests.unit.cluster_objects import (
     workflow,
     workload,
 )
+from tests.unit.queues_table import TABLE
 from trainweave import cli
 from trainweave import labels as L
 from trainweave.integrations.commands import status_cli
@@ -140,21 +141,6 @@ def cluster() -> Cluster:
             workflow(steps2, tj="ft2", namespace=ML, owner_uid="u-ft2"),
         ),
     )
-
-
-TABLE = """\
-ClusterQueue cpu-cq  cohort: -  admitted: 1  pending: 0
-  cpu: cpu 4/32, memory 16Gi/128Gi reserved/nominal
-  NAMESPACE  TRAINJOB       STEP                 ROLE         QUEUE  STATE     WAITED  HELD    GPU-h  PIPELINE GPU-h
-  ml-team    ft2 [Running]  dataset-initializer  initializer  cpu    Admitted  0m30s   59m30s  0.000  0.000
-
-ClusterQueue gpu-cq  cohort: ml  admitted: 2  pending: 2
-  gpu-h100: cpu 72/128, nvidia.com/gpu 16/16 reserved/nominal
-  NAMESPACE  TRAINJOB       STEP  ROLE     QUEUE  STATE              WAITED  HELD   GPU-h   PIPELINE GPU-h
-  ml-team    ft [Running]   node  trainer  gpu    Admitted           40m00s  1h20m  21.333  22.333
-  ml-team    ft2 [Running]  node  trainer  gpu    Pending (Pending)  45m00s  -      -       0.000
-  team-b: other Workloads 1 admitted, 1 pending
-"""
 
 
 def test_table_per_cluster_queue_and_namespace() -> None:

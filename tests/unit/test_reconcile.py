@@ -18,7 +18,7 @@ from trainweave.integrations.views.rollup import Observed
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
 Json = dict[str, Any]
-INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", 0)])
+INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", code=0)])
 TRAINER_RUN = StepState("Running", [Pod("node-0-0", "Running")], role="trainer", queue="gpu")
 
 
@@ -365,7 +365,7 @@ def test_suspend_before_any_pod_uses_argo_suspend() -> None:
 
 def test_resume_starts_next_segment_without_finished_steps() -> None:
     stopped = workflow(
-        {"init": INIT_OK, "trainer": StepState("Failed", [Pod("node-0-0", "Failed", 143)])},
+        {"init": INIT_OK, "trainer": StepState("Failed", [Pod("node-0-0", "Failed", code=143)])},
         phase="Failed",
         shutdown="Stop",
         stopped_for="suspend",
@@ -396,7 +396,7 @@ def test_resume_starts_next_segment_without_finished_steps() -> None:
 
 def test_failure_with_budget_starts_a_fresh_attempt() -> None:
     failed = workflow(
-        {"init": StepState("Failed", [Pod("init-0-0", "Failed", 1)])},
+        {"init": StepState("Failed", [Pod("init-0-0", "Failed", code=1)])},
         phase="Failed",
         max_restarts=2,
     )
@@ -452,7 +452,7 @@ def test_segment_skips_finished_steps() -> None:
 
 def test_resumed_segment_workload_is_not_released_for_the_stopped_one() -> None:
     stopped = workflow(
-        {"init": INIT_OK, "trainer": StepState("Failed", [Pod("node-0-0", "Failed", 143)])},
+        {"init": INIT_OK, "trainer": StepState("Failed", [Pod("node-0-0", "Failed", code=143)])},
         phase="Failed",
         shutdown="Stop",
         stopped_for="suspend",
@@ -526,8 +526,10 @@ def test_a_step_whose_pods_all_succeeded_before_the_stop_is_not_run_again() -> N
     so nothing is left to resume: the TrainJob is Complete and no segment starts (found by the
     chaos test again: that segment's Workflow had an empty DAG, which Argo's CRD refuses with a
     422, and the controller retried it forever)."""
-    trainer = StepState("Succeeded", [Pod("node-0-0", "Succeeded", 0)], role="trainer", queue="gpu")
-    exporter = StepState("Failed", [Pod("exporter-0-0", "Succeeded", 0)], queue="cpu")
+    trainer = StepState(
+        "Succeeded", [Pod("node-0-0", "Succeeded", code=0)], role="trainer", queue="gpu"
+    )
+    exporter = StepState("Failed", [Pod("exporter-0-0", "Succeeded", code=0)], queue="cpu")
     stopped = workflow(
         {"init": INIT_OK, "trainer": trainer, "exporter": exporter},
         phase="Failed",
@@ -545,7 +547,7 @@ def test_a_step_whose_pods_all_succeeded_before_the_stop_is_not_run_again() -> N
         "AllJobsCompleted",
     )
     # with the exporter's pod still failed-by-the-stop, it runs again in the next segment
-    exporter = StepState("Failed", [Pod("exporter-0-0", "Failed", 143)], queue="cpu")
+    exporter = StepState("Failed", [Pod("exporter-0-0", "Failed", code=143)], queue="cpu")
     stopped = workflow(
         {"init": INIT_OK, "trainer": trainer, "exporter": exporter},
         phase="Failed",
@@ -561,7 +563,7 @@ def test_resuming_deletes_a_finished_workload_the_next_segment_reuses_first() ->
     segment runs the step again under the same group name, so the Workload goes first."""
     half = StepState(
         "Failed",
-        [Pod("node-0-0", "Succeeded", 0), Pod("node-0-1", "Failed", 143)],
+        [Pod("node-0-0", "Succeeded", code=0), Pod("node-0-1", "Failed", code=143)],
         role="trainer",
         queue="gpu",
     )

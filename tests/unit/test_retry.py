@@ -19,25 +19,29 @@ def code(codes: str) -> str:
 @pytest.mark.parametrize(
     ("policy", "expected"),
     [
-        pytest.param(RetryPolicy(6), f"({ERR}) || (asInt(retries) < 6)", id="budget-only"),
+        pytest.param(RetryPolicy(budget=6), f"({ERR}) || (asInt(retries) < 6)", id="budget-only"),
         pytest.param(
-            RetryPolicy(2, (ExitCodeRule("FailJob", "In", (1, 2)),)),
+            RetryPolicy(budget=2, rules=(ExitCodeRule("FailJob", "In", (1, 2)),)),
             f"({ERR}) || (({code('1|2')}) ? false : (asInt(retries) < 2))",
             id="failjob-codes",
         ),
         pytest.param(
-            RetryPolicy(3, (ExitCodeRule("Ignore", "In", (137,)),)),
+            RetryPolicy(budget=3, rules=(ExitCodeRule("Ignore", "In", (137,)),)),
             f"({ERR}) || (({code('137')}) ? true : (asInt(retries) < 3))",
             id="ignore-codes",
         ),
         pytest.param(
-            RetryPolicy(1, (ExitCodeRule("Count", "NotIn", (0, 42)),)),
+            RetryPolicy(budget=1, rules=(ExitCodeRule("Count", "NotIn", (0, 42)),)),
             f"({ERR}) || (({code('[0-9]+')} && not ({code('0|42')})) ? asInt(retries) < 1 : (asInt(retries) < 1))",
             id="count-notin",
         ),
         pytest.param(
             RetryPolicy(
-                0, (ExitCodeRule("FailJob", disruption=True), ExitCodeRule("Ignore", "In", (3,)))
+                budget=0,
+                rules=(
+                    ExitCodeRule("FailJob", disruption=True),
+                    ExitCodeRule("Ignore", "In", (3,)),
+                ),
             ),
             f"({ERR}) ? false : (({code('3')}) ? true : (asInt(retries) < 0))",
             id="disruption-rule-replaces-default",
@@ -49,7 +53,7 @@ def test_retry_expression(policy: RetryPolicy, expected: str) -> None:
 
 
 def test_strategy_limit_backoff_and_deadline() -> None:
-    strategy = retry_strategy(RetryPolicy(4, (), deadline_seconds=600)).model_dump(
+    strategy = retry_strategy(RetryPolicy(budget=4, rules=(), deadline_seconds=600)).model_dump(
         by_alias=True, exclude_none=True
     )
     assert strategy["limit"] == 4 + REQUEUE_ALLOWANCE

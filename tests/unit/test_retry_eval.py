@@ -60,7 +60,7 @@ def evaluate() -> Callable[[str, int, str, str], bool]:
 def test_preemption_beats_a_failjob_rule_and_a_zero_budget(
     evaluate: Callable[[str, int, str, str], bool],
 ) -> None:
-    policy = RetryPolicy(0, (ExitCodeRule("FailJob", "NotIn", (0,)),))
+    policy = RetryPolicy(budget=0, rules=(ExitCodeRule("FailJob", "NotIn", (0,)),))
     assert evaluate(retry_expression(policy), 0, "Failed", failed(143)) is True
     assert evaluate(retry_expression(policy), 0, "Failed", failed(1)) is False
 
@@ -71,8 +71,8 @@ def failed(code: int, container: str = "node", reason: str = "Error", extra: str
 
 
 POLICY = RetryPolicy(
-    2,
-    (
+    budget=2,
+    rules=(
         ExitCodeRule("FailJob", "In", (1, 2)),
         ExitCodeRule("Ignore", "In", (137,)),
         ExitCodeRule("Count", "NotIn", (0, 3)),
@@ -126,5 +126,5 @@ def test_container_name_leads_the_message(
     evaluate: Callable[[str, int, str, str], bool], message: str, retry: bool
 ) -> None:
     """``onExitCodes.containerName``: only the named container's exit code matches."""
-    policy = RetryPolicy(2, (ExitCodeRule("FailJob", "In", (1,), container="node"),))
+    policy = RetryPolicy(budget=2, rules=(ExitCodeRule("FailJob", "In", (1,), container="node"),))
     assert evaluate(retry_expression(policy), 0, "Failed", message) is retry

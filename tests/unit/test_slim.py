@@ -18,7 +18,7 @@ from trainweave.integrations.views.rollup import Observed, jobs_status
 Json = dict[str, Any]
 NOW = datetime(2026, 11, 1, 10, 10, tzinfo=timezone.utc)
 FIXTURES = Path(__file__).parent / "fixtures" / "argo"
-INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", 0)])
+INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", code=0)])
 TRAINER_RUN = StepState("Running", [Pod("node-0-0", "Running")], role="trainer", queue="gpu")
 TRAINER_FAILED = StepState(
     "Failed", [Pod("node-0-0", "Failed", message="node: Error (exit code 3)")], role="trainer"

@@ -14,7 +14,7 @@ from trainweave.integrations.views import quota, reconcile
 from trainweave.integrations.views.rollup import Observed
 
 NOW = datetime(2026, 11, 1, 10, 30, tzinfo=timezone.utc)
-INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", 0)])
+INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", code=0)])
 STARTED = {"trainweave.io/attempts": "1"}
 WAIT = "trainweave_step_waiting_since_seconds"
 LEAK = "trainweave_step_quota_leaked"
@@ -45,13 +45,13 @@ def test_plan_lists_the_step_waiting_for_quota() -> None:
             id="running-holds-rightly",
         ),
         pytest.param(
-            StepState("Failed", [Pod("node-0-0", "Failed", 1)]),
+            StepState("Failed", [Pod("node-0-0", "Failed", code=1)]),
             "Failed",
             ["ft-trainer-a0"],
             id="failed-still-holding",
         ),
         pytest.param(
-            StepState("Succeeded", [Pod("node-0-0", "Succeeded", 0)]),
+            StepState("Succeeded", [Pod("node-0-0", "Succeeded", code=0)]),
             "Succeeded",
             ["ft-trainer-a0"],
             id="succeeded-not-finished-by-kueue",

@@ -262,31 +262,46 @@ def test_builders_beside_plain_templates() -> None:
     ]
 
 
+def _step_outside_a_workflow() -> None:
+    gpu_step()()
+
+
+def _two_steps_of_one_name() -> None:
+    with Workflow(name="w", entrypoint="main"), DAG(name="main"):
+        gpu_step(nodes=2)()
+        gpu_step(nodes=3)(name="again")
+
+
+def _cleanup_over_two_subdomains() -> None:
+    with Workflow(name="w", entrypoint="main") as w:
+        exit_cleanup(gpu_step("a"), trainer("b", "i", ["c"], "q", subdomain="other"), workflow=w)
+
+
+def _step_name_not_a_dns_label() -> None:
+    trainer("Node_1", "i", ["c"], "q")
+
+
 @pytest.mark.parametrize(
-    ("scenario", "error", "match"),
+    ("build", "error", "match"),
     [
-        ("no-workflow", RuntimeError, "inside `with Workflow"),
-        ("template-clash", ValueError, "different template named 'step-node'"),
-        ("subdomains", ValueError, "different subdomains"),
-        ("bad-name", ValueError, "must be a DNS label"),
+        pytest.param(
+            _step_outside_a_workflow, RuntimeError, "inside `with Workflow", id="no-workflow"
+        ),
+        pytest.param(
+            _two_steps_of_one_name,
+            ValueError,
+            "different template named 'step-node'",
+            id="template-clash",
+        ),
+        pytest.param(
+            _cleanup_over_two_subdomains, ValueError, "different subdomains", id="subdomains"
+        ),
+        pytest.param(_step_name_not_a_dns_label, ValueError, "must be a DNS label", id="bad-name"),
     ],
-    ids=lambda v: v if isinstance(v, str) and " " not in v else None,
 )
-def test_errors(scenario: str, error: type[Exception], match: str) -> None:
+def test_errors(build: Callable[[], None], error: type[Exception], match: str) -> None:
     with pytest.raises(error, match=match):
-        if scenario == "no-workflow":
-            gpu_step()()
-        elif scenario == "template-clash":
-            with Workflow(name="w", entrypoint="main"), DAG(name="main"):
-                gpu_step(nodes=2)()
-                gpu_step(nodes=3)(name="again")
-        elif scenario == "subdomains":
-            with Workflow(name="w", entrypoint="main") as w:
-                exit_cleanup(
-                    gpu_step("a"), trainer("b", "i", ["c"], "q", subdomain="other"), workflow=w
-                )
-        else:
-            trainer("Node_1", "i", ["c"], "q")
+        build()
 
 
 SWEEP_EXAMPLE = EXAMPLES / "hera" / "lr_sweep.py"

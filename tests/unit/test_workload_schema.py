@@ -93,14 +93,24 @@ def _rich_pipeline() -> Pipeline:
     }
     jobs = (
         Job(
-            "launcher",
-            None,
-            1,
-            1,
-            {"metadata": {}, "spec": {**pod, "containers": [{"name": "l", "image": "l"}]}},
-            RetryPolicy(0),
+            name="launcher",
+            ancestor=None,
+            replicas=1,
+            pods_per_replica=1,
+            pod_template={
+                "metadata": {},
+                "spec": {**pod, "containers": [{"name": "l", "image": "l"}]},
+            },
+            retry=RetryPolicy(budget=0),
         ),
-        Job("node", None, 1, 4, {"metadata": {}, "spec": pod}, RetryPolicy(0)),
+        Job(
+            name="node",
+            ancestor=None,
+            replicas=1,
+            pods_per_replica=4,
+            pod_template={"metadata": {}, "spec": pod},
+            retry=RetryPolicy(budget=0),
+        ),
     )
     step = Step("trainer", StepRole.TRAINER, jobs, "gpu", priority_class="high")
     return Pipeline("tj", "ml", (step,), "TrainingRuntime", "rt", {})
