@@ -100,7 +100,15 @@ def initializer_errors(trainjob: TrainJob, raw_jobs: list[Json]) -> list[InputEr
                     f" spec.initializer.{which}",
                 )
             )
-        elif found is None or "initializer" not in mounts:
+        elif found is None:
+            errors.append(
+                InputError(
+                    "spec.runtimeRef",
+                    f"must have container with name - {name} in the {name} job"
+                    f" (spec.initializer.{which} is set)",
+                )
+            )
+        elif "initializer" not in mounts:
             errors.append(
                 InputError(
                     "spec.runtimeRef",

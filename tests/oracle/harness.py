@@ -415,6 +415,40 @@ def merge_cases() -> list[Case]:
     ]
 
 
+def _with_initializer(container: Json) -> Json:
+    """``_runtime`` plus a ``dataset-initializer`` job running ``container``."""
+    rt = _runtime(_NODE, pod=_POD)
+    rt["spec"]["template"]["spec"]["replicatedJobs"].insert(0, {
+        "name": "dataset-initializer",
+        "template": {
+            "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+            "spec": {"template": {"spec": {"containers": [container]}}},
+        },
+    })  # fmt: skip
+    return rt
+
+
+def initializer_cases() -> list[Case]:
+    """The runtime must carry what a TrainJob's ``spec.initializer`` uses (jobset.go Validate)."""
+    dataset = {"initializer": {"dataset": {"storageUri": "hf://org/data"}}}
+    mounted = {"name": "dataset-initializer", "image": "init:1",
+               "volumeMounts": [{"name": "initializer", "mountPath": "/workspace"}]}  # fmt: skip
+    out = []
+    for name, runtime, extra in (
+        ("initializer/no-model-job", _with_initializer(mounted),
+         {"initializer": {"model": {"storageUri": "hf://org/model"}}}),
+        ("initializer/no-container-of-the-name", _with_initializer({**mounted, "name": "fetch"}),
+         dataset),
+        ("initializer/no-initializer-mount",
+         _with_initializer({**mounted, "volumeMounts": [{"name": "cache", "mountPath": "/w"}]}),
+         dataset),
+    ):  # fmt: skip
+        tj = _trainjob(name.split("/")[1])
+        tj["spec"].update(extra)
+        out.append(Case(name, tj, runtime))
+    return out
+
+
 def all_cases() -> list[Case]:
     """Every case the static oracle compares."""
-    return sdk_cases(catalog()) + example_cases() + merge_cases()
+    return sdk_cases(catalog()) + example_cases() + merge_cases() + initializer_cases()

@@ -16,6 +16,9 @@ from typing import Any
 import pytest
 
 from tests.oracle import harness
+from trainweave.adapters.trainjob.trainer import to_pipeline
+from trainweave.errors import InputErrors
+from trainweave.inputs import parse_runtime, parse_trainjob
 
 pytestmark = pytest.mark.schema  # hack/oracle and the Trainer module: needs Go
 FIDELITY = Path(__file__).parents[2] / "docs" / "fidelity.md"
@@ -105,3 +108,26 @@ def test_upstream_orders_xgboost_env_at_random(cases: list[harness.Case]) -> Non
     assert firsts == {"SEED", "DMLC_TRACKER_URI"}
     ours, _ = harness.trainweave_jobs(case)
     assert ours["node"]["containers[node].env"][0]["name"] == "SEED"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "initializer/no-model-job",
+        "initializer/no-container-of-the-name",
+        "initializer/no-initializer-mount",
+    ],
+)
+def test_initializer_rejections_say_what_upstream_says(
+    name: str, cases: list[harness.Case], answers: dict[str, Any]
+) -> None:
+    """Trainer's webhook wants the job, its container and the ``initializer`` mount a TrainJob's
+    ``spec.initializer`` uses; trainweave names the same field with upstream's words (up to the
+    ``when ...`` clause, which names the field the trainweave way)."""
+    case = next(c for c in cases if c.name == name)
+    (upstream,) = answers[name]["errors"]
+    with pytest.raises(InputErrors) as raised:
+        to_pipeline(parse_trainjob(case.trainjob), parse_runtime(case.runtime))
+    (ours,) = raised.value.errors
+    assert (ours.path, upstream["field"]) == ("spec.runtimeRef", "spec.runtimeRef")
+    assert upstream["detail"].split(" when ")[0] in ours.message
