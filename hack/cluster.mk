@@ -20,21 +20,12 @@ cluster-down: venv
 cluster-status: venv
 	$(PY) hack/cluster.py status
 
-## e2e tests on the local control plane: up if needed, pytest -m e2e, down if it started it.
+## e2e tests on the local control plane: up if needed, pytest -m e2e, down if it started it
+## (hack/cluster.py with: TRAINWEAVE_KUBECONFIG set, pytest's exit code, 1 if down fails).
 ## With KUBECONFIG_E2E=<path> (e.g. from kind-up) the tests run against that cluster instead.
 e2e: venv
 ifeq ($(KUBECONFIG_E2E),)
-	@if $(PY) hack/cluster.py status --strict >/dev/null 2>&1; then \
-	  echo "e2e: using the running cluster (left running)"; started=0; rc=0; \
-	else \
-	  $(PY) hack/cluster.py up; rc=$$?; started=$$((rc == 0)); \
-	fi; \
-	if [ $$rc -eq 0 ]; then \
-	  TRAINWEAVE_KUBECONFIG=$$($(PY) hack/cluster.py env | sed -n 's/^export TRAINWEAVE_KUBECONFIG=//p') \
-	    $(PY) -m pytest -m e2e tests/e2e $(E2E_PYTEST_ARGS); rc=$$?; \
-	fi; \
-	if [ $$started -eq 1 ]; then $(PY) hack/cluster.py down || rc=1; fi; \
-	exit $$rc
+	$(PY) hack/cluster.py with -- $(PY) -m pytest -m e2e tests/e2e $(E2E_PYTEST_ARGS)
 else
 	TRAINWEAVE_KUBECONFIG=$(KUBECONFIG_E2E) $(PY) -m pytest -m e2e tests/e2e $(E2E_PYTEST_ARGS)
 endif

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The e2e control plane on this machine, without Docker: up | down | status | env.
+"""The e2e control plane on this machine, without Docker: up | down | status | env | with |
+upstream | restart | render.
 
 etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok are started by
 `kwokctl --runtime binary` (loopback only, free ports, own PKI); the Kueue manager, Argo's
@@ -8,8 +9,11 @@ binary comes from hack/build.sh, every CRD and webhook manifest from the same pi
 (hack/versions.env).
 
 What the engines are given (nodes, kwok Stages, Kueue config, webhooks, flavors) is built in
-hack/engine_config.py. State (kubeconfig, pids, logs, certs) lives in $TRAINWEAVE_STATE_DIR, by
-default ${XDG_CACHE_HOME:-~/.cache}/trainweave/cluster. docs/local-control-plane.md explains it.
+hack/engine_config.py; `upstream on|off` (Trainer + JobSet) is in hack/upstream.py, `restart`
+in hack/restart.py, and whether `with -- CMD` (make e2e, bench-admission) starts and stops the
+cluster around CMD in hack/cluster_with.py. State (kubeconfig, pids, logs, certs) lives in
+$TRAINWEAVE_STATE_DIR, by default ${XDG_CACHE_HOME:-~/.cache}/trainweave/cluster.
+docs/local-control-plane.md explains it.
 """
 
 from __future__ import annotations
@@ -25,22 +29,19 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 import yaml
 from engine_config import (
     KUEUE_FRAMEWORKS,
-    KUEUE_UPSTREAM_FRAMEWORKS,
     NODE_COUNT,
     flavor_manifests,
-    jobset_config,
     kueue_config,
     kueue_webhooks,
     kwokctl_config,
     node_manifests,
-    trainer_config,
-    url_webhooks,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -307,6 +308,63 @@ def tcp_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def kubectl_commands(bin_dir: Path) -> tuple[list[str], list[str]]:
+    """``kubectl`` on this cluster's kubeconfig, and its server-side ``apply`` (field manager
+    trainweave-e2e, conflicts forced)."""
+    kubectl = [str(bin_dir / "kubectl"), "--kubeconfig", str(KUBECONFIG)]
+    apply = [
+        *kubectl,
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=trainweave-e2e",
+    ]
+    return kubectl, apply
+
+
+def ready_nodes(kubectl_args: list[str]) -> int:
+    out = run(*kubectl_args, "get", "nodes", "-o", "json", capture=True).stdout
+    n = 0
+    for node in json.loads(out)["items"]:
+        for c in node.get("status", {}).get("conditions") or []:
+            if c["type"] == "Ready" and c["status"] == "True":
+                n += 1
+    return n
+
+
+def kueue_wrap(argv: list[str], cert_dir: Path, kdir: Path) -> list[str]:
+    """Kueue v0.19.2 with internalCertManagement off always loads its metrics serving cert from
+    the hard-wired /etc/kueue/metrics/certs (cmd/kueue/main.go), even with metrics off. Rather than
+    write to /etc, run it in a private mount namespace where an overlay on /etc adds that folder."""
+    fixed = Path("/etc/kueue/metrics/certs")
+    if (fixed / "tls.crt").exists() and (fixed / "tls.key").exists():
+        return argv
+    if not shutil.which("unshare"):
+        die("Kueue needs /etc/kueue/metrics/certs/tls.{crt,key}; util-linux `unshare` is missing")
+    upper, work = kdir / "etc-upper", kdir / "etc-work"
+    for d in (upper / "kueue/metrics/certs", work):
+        d.mkdir(parents=True, exist_ok=True)
+    shutil.copy(cert_dir / "tls.crt", upper / "kueue/metrics/certs/tls.crt")
+    shutil.copy(cert_dir / "tls.key", upper / "kueue/metrics/certs/tls.key")
+    script = (
+        f'mount -t overlay overlay -o "lowerdir=/etc,upperdir={upper},workdir={work}" /etc '
+        '&& exec "$@"'
+    )
+    userns = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    return [
+        "unshare",
+        *userns,
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        script,
+        "sh",
+        *argv,
+    ]
+
+
 # ---------------------------------------------------------------------------------------------
 # up, step by step
 
@@ -539,112 +597,33 @@ def wait_nodes_ready(kubectl_args: list[str]) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# the upstream phase: Kubeflow Trainer + JobSet (tests/upstream, benchmarks/admission.py)
+def build_engines(eng: Path, no_build: bool) -> tuple[dict[str, str], dict[str, str]]:
+    """hack/build.sh (a no-op when built; skipped with --no-build), then the pinned versions
+    (hack/versions.env) and the module folders holding CRDs and manifests (sources.env)."""
+    if not no_build:
+        run("bash", HACK / "build.sh")
+    return read_env(HACK / "versions.env"), read_env(eng / "sources.env")
 
 
-def kubectl_commands(bin_dir: Path) -> tuple[list[str], list[str]]:
-    """``kubectl`` on this cluster's kubeconfig, and its server-side ``apply`` (field manager
-    trainweave-e2e, conflicts forced)."""
-    kubectl = [str(bin_dir / "kubectl"), "--kubeconfig", str(KUBECONFIG)]
-    apply = [
-        *kubectl,
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--field-manager=trainweave-e2e",
-    ]
-    return kubectl, apply
-
-
-def start_upstream_controller(
-    name: str, argv: list[str], manifest: Path, apply: list[str], state: dict[str, Any], **kw: Any
-) -> None:
-    """One upstream controller (its config file already written) waited for healthy; then its
-    webhooks, pointed at its loopback port."""
-    wport, hport, ca = kw["webhook_port"], kw["health_port"], kw["ca"]
-    state["pids"][name] = start_process(name, argv, env=kw.get("env"), cwd=STATE / name)
-    state["ports"].update({f"{name}/webhook": wport, f"{name}/health": hport})
-    save_state(state)
-    wait_for(f"{name} health", lambda: http_ok(f"http://127.0.0.1:{hport}/readyz"), 120)
-    wait_for(f"{name} webhook TLS", lambda: tcp_open(wport), 60)
-    hooks = STATE / name / "webhooks.yaml"
-    hooks.write_text(yaml.safe_dump_all(url_webhooks(manifest, name, wport, ca)))
-    run(*apply, "-f", hooks, capture=True)
-
-
-def cmd_upstream(args: argparse.Namespace) -> None:
-    """``upstream on``: Kueue restarted with its JobSet and TrainJob integrations, then the JobSet
-    controller and Kubeflow Trainer's controller manager with their webhooks (namespaces labelled
-    trainweave.test/upstream=true only). ``upstream off``: all of that undone, Kueue back to its
-    default integrations. trainweave's controller must not run while upstream is on (docs/upstream.md)."""
-    state = load_state()
-    if not state or not state.get("complete"):
-        die("the cluster is not up: `make cluster-up` first")
-    on = args.state == "on"
-    if bool(state.get("upstream")) == on:
-        log(f"upstream already {args.state}")
-        return
-    eng = Path(state["engines"])
-    bin_dir = eng / "bin"
-    sources = read_env(eng / "sources.env")
-    kubectl_args, apply = kubectl_commands(bin_dir)
-    hooks = {
-        "trainer": Path(sources["TRAINER_DIR"]) / "manifests/base/webhook/manifests.yaml",
-        "jobset": Path(sources["JOBSET_DIR"]) / "config/components/webhook/manifests.yaml",
+def new_state(eng: Path) -> dict[str, Any]:
+    """A fresh cluster.json: the engines used, the kubeconfig, no pids or ports yet."""
+    STATE.mkdir(parents=True, exist_ok=True)
+    state: dict[str, Any] = {
+        "engines": str(eng),
+        "kubeconfig": str(KUBECONFIG),
+        "pids": {},
+        "ports": {},
     }
-    for name in ("trainer", "jobset"):
-        if (STATE / name / "webhooks.yaml").exists():
-            run(
-                *kubectl_args,
-                "delete",
-                "--ignore-not-found",
-                "-f",
-                STATE / name / "webhooks.yaml",
-                capture=True,
-            )
-        pid = state["pids"].pop(name, None)
-        if pid:
-            stop_pid(int(pid), name)
-        for key in ("webhook", "health"):
-            state["ports"].pop(f"{name}/{key}", None)
-    stop_pid(int(state["pids"]["kueue"]), "kueue")
     save_state(state)
-    frameworks = KUEUE_UPSTREAM_FRAMEWORKS if on else KUEUE_FRAMEWORKS
-    start_kueue(bin_dir, Path(sources["KUEUE_DIR"]), apply, state, frameworks)
-    if on:
-        cert_dir = STATE / "upstream-certs"
-        ca = make_certs(cert_dir / "k8s-webhook-server" / "serving-certs")
-        for name in ("jobset", "trainer"):
-            (STATE / name).mkdir(exist_ok=True)
-            wport, hport = free_port(), free_port()
-            if name == "jobset":
-                config = jobset_config(
-                    wport, hport, cert_dir / "k8s-webhook-server" / "serving-certs"
-                )
-            else:
-                config = trainer_config(wport, hport)
-            (STATE / name / "config.yaml").write_text(yaml.safe_dump(config))
-            binary = "trainer-controller-manager" if name == "trainer" else "jobset"
-            argv = [
-                str(bin_dir / binary),
-                f"--config={STATE / name / 'config.yaml'}",
-            ]
-            start_upstream_controller(
-                name,
-                argv,
-                hooks[name],
-                apply,
-                state,
-                webhook_port=wport,
-                health_port=hport,
-                ca=ca,
-                # controller-runtime's default webhook certDir is $TMPDIR/k8s-webhook-server/...
-                env={"TMPDIR": str(cert_dir), "KUBECONFIG": str(KUBECONFIG)},
-            )
-    state["upstream"] = on
+    return state
+
+
+def mark_complete(state: dict[str, Any], t0: float) -> None:
+    """Records the cluster as up (what `status --strict` and a second `up` rely on)."""
+    state["up_seconds"] = round(time.monotonic() - t0, 1)
+    state["complete"] = True
     save_state(state)
-    log(f"upstream {args.state}")
+    log(f"up in {state['up_seconds']}s")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -655,40 +634,28 @@ def cmd_up(args: argparse.Namespace, started: dict[str, bool] | None = None) -> 
     """Start every engine (unless this state dir's cluster is already up), then print status.
     Sets started["ours"] once it begins creating state, so a failure can be cleaned up."""
     t0 = time.monotonic()
-    state = load_state()
     eng = engines_dir()
     bin_dir = eng / "bin"
-    if reuse_or_clean(args, state, bin_dir / "kubectl"):
+    if reuse_or_clean(args, load_state(), bin_dir / "kubectl"):
         log("already up")
         cmd_status(args)
         return
-
-    if not args.no_build:
-        run("bash", HACK / "build.sh")
-    versions = read_env(HACK / "versions.env")
-    sources = read_env(eng / "sources.env")
-    kwok_dir, kueue_dir = Path(sources["KWOK_DIR"]), Path(sources["KUEUE_DIR"])
-
+    versions, sources = build_engines(eng, args.no_build)
     if started is not None:
         started["ours"] = True
-    STATE.mkdir(parents=True, exist_ok=True)
-    state = {"engines": str(eng), "kubeconfig": str(KUBECONFIG), "pids": {}, "ports": {}}
-    save_state(state)
+    state = new_state(eng)
     kubectl_args, apply = kubectl_commands(bin_dir)
 
-    start_kube(bin_dir, versions, kwok_dir, state)
+    start_kube(bin_dir, versions, Path(sources["KWOK_DIR"]), state)
     create_nodes(kubectl_args)
     install_crds(kubectl_args, apply, sources)
-    start_kueue(bin_dir, kueue_dir, apply, state)
+    start_kueue(bin_dir, Path(sources["KUEUE_DIR"]), apply, state)
     start_argo(bin_dir, kubectl_args, state)
     start_argo_server(bin_dir, state)
     create_flavors(apply)
     wait_nodes_ready(kubectl_args)
 
-    state["up_seconds"] = round(time.monotonic() - t0, 1)
-    state["complete"] = True
-    save_state(state)
-    log(f"up in {state['up_seconds']}s")
+    mark_complete(state, t0)
     cmd_status(args)
 
 
@@ -707,49 +674,6 @@ def cmd_up_or_clean(args: argparse.Namespace) -> None:
             log("up failed: stopping what was started")
             cmd_down(args)
         raise
-
-
-def ready_nodes(kubectl_args: list[str]) -> int:
-    out = run(*kubectl_args, "get", "nodes", "-o", "json", capture=True).stdout
-    n = 0
-    for node in json.loads(out)["items"]:
-        for c in node.get("status", {}).get("conditions") or []:
-            if c["type"] == "Ready" and c["status"] == "True":
-                n += 1
-    return n
-
-
-def kueue_wrap(argv: list[str], cert_dir: Path, kdir: Path) -> list[str]:
-    """Kueue v0.19.2 with internalCertManagement off always loads its metrics serving cert from
-    the hard-wired /etc/kueue/metrics/certs (cmd/kueue/main.go), even with metrics off. Rather than
-    write to /etc, run it in a private mount namespace where an overlay on /etc adds that folder."""
-    fixed = Path("/etc/kueue/metrics/certs")
-    if (fixed / "tls.crt").exists() and (fixed / "tls.key").exists():
-        return argv
-    if not shutil.which("unshare"):
-        die("Kueue needs /etc/kueue/metrics/certs/tls.{crt,key}; util-linux `unshare` is missing")
-    upper, work = kdir / "etc-upper", kdir / "etc-work"
-    for d in (upper / "kueue/metrics/certs", work):
-        d.mkdir(parents=True, exist_ok=True)
-    shutil.copy(cert_dir / "tls.crt", upper / "kueue/metrics/certs/tls.crt")
-    shutil.copy(cert_dir / "tls.key", upper / "kueue/metrics/certs/tls.key")
-    script = (
-        f'mount -t overlay overlay -o "lowerdir=/etc,upperdir={upper},workdir={work}" /etc '
-        '&& exec "$@"'
-    )
-    userns = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
-    return [
-        "unshare",
-        *userns,
-        "--mount",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        script,
-        "sh",
-        *argv,
-    ]
 
 
 def cmd_down(args: argparse.Namespace) -> None:
@@ -853,8 +777,47 @@ def cmd_env(args: argparse.Namespace) -> None:
     print(f"export PATH={engines_dir() / 'bin'}:$PATH")
 
 
+def wait_child(argv: Sequence[str | Path], quiet: bool = False, **kw: Any) -> int:
+    """Run argv to its end and return its code. Ctrl-C reaches the child too (same process
+    group), so it is not a reason to stop waiting: the child decides, and what follows (down)
+    still runs, as it did when make's shell ran these steps."""
+    out = subprocess.DEVNULL if quiet else None
+    with subprocess.Popen([str(a) for a in argv], stdout=out, stderr=out, **kw) as p:
+        while True:
+            try:
+                return p.wait()
+            except KeyboardInterrupt:
+                continue
+
+
+def cmd_with(args: argparse.Namespace) -> None:
+    """`with -- CMD ARGS...`: CMD with TRAINWEAVE_KUBECONFIG exported (as `env` prints it), on
+    the running cluster or on one started for it and stopped after (hack/cluster_with.py). Exits
+    with CMD's code; 1 if the down after it fails; up's code if up fails."""
+    from cluster_with import run_with_cluster
+
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        die("with: no command given (hack/cluster.py with -- CMD ARGS...)")
+    me = [sys.executable, str(Path(__file__).resolve())]
+    env = {**os.environ, "TRAINWEAVE_KUBECONFIG": str(KUBECONFIG)}
+    sys.exit(
+        run_with_cluster(
+            command,
+            is_up=lambda: wait_child([*me, "status", "--strict"], quiet=True) == 0,
+            up=lambda: wait_child([*me, "up"]),
+            down=lambda: wait_child([*me, "down"]),
+            run=lambda cmd: wait_child(cmd, env=env),
+            log=log,
+        )
+    )
+
+
 def main() -> None:
     import restart
+    import upstream
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -874,10 +837,17 @@ def main() -> None:
     rs.add_argument("name", choices=restart.ENGINES)
     rd = sub.add_parser("render", help="write nodes/Stages/flavors/Kueue config for kind-up")
     rd.add_argument("--out", required=True)
+    wi = sub.add_parser(
+        "with",
+        help="run a command with TRAINWEAVE_KUBECONFIG set, starting the cluster if none runs "
+        "and stopping it after if it did: with -- CMD ARGS...",
+    )
+    wi.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     args = ap.parse_args()
     commands = {"up": cmd_up_or_clean, "down": cmd_down, "status": cmd_status, "env": cmd_env}
     commands["render"] = cmd_render
-    commands["upstream"] = cmd_upstream
+    commands["upstream"] = upstream.cmd_upstream
+    commands["with"] = cmd_with
     commands["restart"] = restart.cmd_restart
     commands[args.cmd](args)
 

@@ -45,7 +45,7 @@ def kube_api() -> Iterator[client.ApiClient]:
     api = api_client(path)
     client.VersionApi(api).get_code()  # fail fast when the cluster is down
     yield api
-    api.close()
+    api.close()  # type: ignore[no-untyped-call]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -103,11 +103,11 @@ def queues(kube: Kube, namespace: str) -> Iterator[Callable[..., None]]:
             if not ns:
                 made.append(obj["metadata"]["name"])
         for lq in ("cpu", "gpu"):
-            wait_until(
-                f"LocalQueue {lq} Active",
-                lambda lq=lq: condition_is(kube.get(KUEUE, "localqueues", lq, namespace), "Active"),
-                timeout=30,
-            )
+
+            def active(lq: str = lq) -> bool:
+                return condition_is(kube.get(KUEUE, "localqueues", lq, namespace), "Active")
+
+            wait_until(f"LocalQueue {lq} Active", active, timeout=30)
 
     yield make
     for name in made:

@@ -80,12 +80,15 @@ class Integrity:
     def _run(self) -> None:
         version: str | None = None
         while not self._stopped.is_set():
-            w = watch.Watch()
+            w = watch.Watch()  # type: ignore[no-untyped-call]
             kwargs: dict[str, Any] = {"timeout_seconds": 2}
             if version:
                 kwargs["resource_version"] = version
             try:
-                for event in w.stream(self.core.list_namespaced_pod, self.namespace, **kwargs):
+                events = w.stream(  # type: ignore[no-untyped-call]
+                    self.core.list_namespaced_pod, self.namespace, **kwargs
+                )
+                for event in events:
                     self.observe(event["raw_object"])
                 version = w.resource_version
             except ApiException as err:

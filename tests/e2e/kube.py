@@ -5,18 +5,23 @@ Synchronisation is always "poll a condition with a deadline" (`wait_until`), nev
 
 from __future__ import annotations
 
+import builtins
 import os
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import yaml
 from kubernetes import client, config
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 T = TypeVar("T")
+# The generated models (kubernetes 37) type every field Optional, though an object read back from
+# the API server always has its metadata, and a pod its spec and status: the tests read such
+# objects untyped, as they read the custom objects' dicts.
+Pod = Any
 MANIFESTS = Path(__file__).parent / "manifests"
 E2E_NAMESPACE_LABEL = "trainweave.test/e2e"
 
@@ -38,7 +43,9 @@ def default_kubeconfig() -> Path:
 
 def api_client(kubeconfig: Path) -> client.ApiClient:
     cfg = client.Configuration()
-    config.load_kube_config(config_file=str(kubeconfig), client_configuration=cfg)
+    config.load_kube_config(  # type: ignore[no-untyped-call]
+        config_file=str(kubeconfig), client_configuration=cfg
+    )
     return client.ApiClient(configuration=cfg)
 
 
@@ -153,7 +160,7 @@ class Kube:
             )
         else:
             out = self.custom.create_cluster_custom_object(group, version, plural, obj)
-        return dict(out)
+        return dict(cast("dict[str, Any]", out))
 
     def get(
         self, gv: tuple[str, str], plural: str, name: str, namespace: str | None = None
@@ -170,7 +177,7 @@ class Kube:
             if e.status == 404:
                 return None
             raise
-        return dict(out)
+        return dict(cast("dict[str, Any]", out))
 
     def list(
         self, gv: tuple[str, str], plural: str, namespace: str | None = None, selector: str = ""
@@ -184,7 +191,7 @@ class Kube:
             out = self.custom.list_cluster_custom_object(
                 group, version, plural, label_selector=selector
             )
-        return list(out["items"])
+        return list(cast("dict[str, Any]", out)["items"])
 
     def delete(
         self, gv: tuple[str, str], plural: str, name: str, namespace: str | None = None
@@ -208,10 +215,10 @@ class Kube:
     def workload(self, ns: str, name: str) -> dict[str, Any] | None:
         return self.get(KUEUE, "workloads", name, ns)
 
-    def pods(self, ns: str, selector: str = "") -> list[client.V1Pod]:
+    def pods(self, ns: str, selector: str = "") -> builtins.list[Pod]:
         return list(self.core.list_namespaced_pod(ns, label_selector=selector).items)
 
-    def group_pods(self, ns: str, group: str) -> list[client.V1Pod]:
+    def group_pods(self, ns: str, group: str) -> builtins.list[Pod]:
         pods = self.pods(ns, f"kueue.x-k8s.io/pod-group-name={group}")
         return sorted(pods, key=lambda p: p.metadata.creation_timestamp)
 

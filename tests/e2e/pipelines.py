@@ -4,7 +4,7 @@ the calls that apply it and wait on its TrainJob (shared by the controller and u
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from kubernetes.client.exceptions import ApiException
@@ -94,7 +94,7 @@ def apply(kube: Kube, ns: str, tj: Json, rt: Json | None) -> None:
 
 
 def trainjob(kube: Kube, ns: str, name: str = "ft") -> Json:
-    return kube.custom.get_namespaced_custom_object(*TRAINER, ns, "trainjobs", name)  # type: ignore[no-any-return]
+    return cast(Json, kube.custom.get_namespaced_custom_object(*TRAINER, ns, "trainjobs", name))
 
 
 def wait_condition(kube: Kube, ns: str, ctype: str, timeout: float = 180, name: str = "ft") -> Json:
@@ -107,7 +107,7 @@ def wait_condition(kube: Kube, ns: str, ctype: str, timeout: float = 180, name: 
 
 
 def workflows(kube: Kube, ns: str) -> list[Json]:
-    return kube.list(ARGO, "workflows", ns)  # type: ignore[no-any-return]
+    return kube.list(ARGO, "workflows", ns)
 
 
 # How a pipeline must end, for tests that disturb the controller and compare with an undisturbed

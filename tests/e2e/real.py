@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from kubernetes import client
-
-from .kube import KUEUE, Kube, condition
+from .kube import KUEUE, Kube, Pod, condition
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "real"
@@ -34,12 +32,12 @@ def argo_dir() -> Path:
     return Path(env["ARGO_DIR"])
 
 
-def logs(kube: Kube, ns: str, pod: client.V1Pod, container: str) -> str:
+def logs(kube: Kube, ns: str, pod: Pod, container: str) -> str:
     """The container's log through the API server (which asks the real kubelet)."""
     return str(kube.core.read_namespaced_pod_log(pod.metadata.name, ns, container=container))
 
 
-def step_pods(kube: Kube, ns: str, step: str) -> list[client.V1Pod]:
+def step_pods(kube: Kube, ns: str, step: str) -> list[Pod]:
     return [
         p
         for p in kube.pods(ns)
@@ -48,7 +46,7 @@ def step_pods(kube: Kube, ns: str, step: str) -> list[client.V1Pod]:
     ]
 
 
-def exit_codes(pod: client.V1Pod) -> dict[str, int | None]:
+def exit_codes(pod: Pod) -> dict[str, int | None]:
     out: dict[str, int | None] = {}
     for s in pod.status.container_statuses or []:
         term = s.state.terminated if s.state else None
@@ -58,8 +56,8 @@ def exit_codes(pod: client.V1Pod) -> dict[str, int | None]:
 
 def none_admitted(kube: Kube, ns: str) -> bool:
     return not any(
-        condition(wl, "QuotaReserved")
-        and condition(wl, "QuotaReserved")["status"] == "True"
+        (c := condition(wl, "QuotaReserved"))
+        and c["status"] == "True"
         and not condition(wl, "Finished")
         for wl in kube.list(KUEUE, "workloads", ns)
     )
@@ -69,17 +67,20 @@ def workspace_volume(kube: Kube, namespace: str, name: str, claim: str) -> None:
     """A hostPath PersistentVolume ``name`` (a folder of the real node under VOLUMES) bound
     ahead to the PVC ``claim`` of ``namespace``: the static provisioning the node offers."""
     kube.core.create_persistent_volume(
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolume",
-            "metadata": {"name": name},
-            "spec": {
-                "capacity": {"storage": "1Gi"},
-                "accessModes": ["ReadWriteOnce", "ReadWriteMany"],
-                "persistentVolumeReclaimPolicy": "Retain",
-                "storageClassName": "",
-                "claimRef": {"namespace": namespace, "name": claim},
-                "hostPath": {"path": str(VOLUMES / name), "type": "DirectoryOrCreate"},
+        cast(
+            Any,
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": name},
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "accessModes": ["ReadWriteOnce", "ReadWriteMany"],
+                    "persistentVolumeReclaimPolicy": "Retain",
+                    "storageClassName": "",
+                    "claimRef": {"namespace": namespace, "name": claim},
+                    "hostPath": {"path": str(VOLUMES / name), "type": "DirectoryOrCreate"},
+                },
             },
-        }
+        )
     )

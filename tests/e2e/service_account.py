@@ -4,11 +4,11 @@ minted with the TokenRequest API, and a kubeconfig that carries it (docs/securit
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from kubernetes import client
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 SA_NAMESPACE = "trainweave-system"
@@ -39,18 +39,19 @@ def apply_rbac(api: client.ApiClient) -> None:
 def _create(api: client.ApiClient, obj: dict[str, Any]) -> None:
     core, rbac = client.CoreV1Api(api), client.RbacAuthorizationV1Api(api)
     kind, ns = obj["kind"], obj["metadata"].get("namespace")
+    body = cast(Any, obj)  # the client sends a dict as it is (its methods name the V1 models)
     if kind == "Namespace":
-        core.create_namespace(obj)
+        core.create_namespace(body)
     elif kind == "ServiceAccount":
-        core.create_namespaced_service_account(ns, obj)
+        core.create_namespaced_service_account(ns, body)
     elif kind == "ClusterRole":
-        rbac.create_cluster_role(obj)
+        rbac.create_cluster_role(body)
     elif kind == "ClusterRoleBinding":
-        rbac.create_cluster_role_binding(obj)
+        rbac.create_cluster_role_binding(body)
     elif kind == "Role":
-        rbac.create_namespaced_role(ns, obj)
+        rbac.create_namespaced_role(ns, body)
     elif kind == "RoleBinding":
-        rbac.create_namespaced_role_binding(ns, obj)
+        rbac.create_namespaced_role_binding(ns, body)
     else:
         raise ValueError(f"deploy/: unexpected kind {kind}")
 
@@ -59,14 +60,15 @@ def _replace(api: client.ApiClient, obj: dict[str, Any]) -> None:
     """Roles and bindings replaced; the Namespace and ServiceAccount kept as they are."""
     rbac = client.RbacAuthorizationV1Api(api)
     kind, ns, name = obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"]
+    body = cast(Any, obj)  # as in _create
     if kind == "ClusterRole":
-        rbac.replace_cluster_role(name, obj)
+        rbac.replace_cluster_role(name, body)
     elif kind == "ClusterRoleBinding":
-        rbac.replace_cluster_role_binding(name, obj)
+        rbac.replace_cluster_role_binding(name, body)
     elif kind == "Role":
-        rbac.replace_namespaced_role(name, ns, obj)
+        rbac.replace_namespaced_role(name, ns, body)
     elif kind == "RoleBinding":
-        rbac.replace_namespaced_role_binding(name, ns, obj)
+        rbac.replace_namespaced_role_binding(name, ns, body)
 
 
 def mint_token(api: client.ApiClient, seconds: int = 7200) -> str:
@@ -74,7 +76,9 @@ def mint_token(api: client.ApiClient, seconds: int = 7200) -> str:
     req = client.AuthenticationV1TokenRequest(
         spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=seconds)
     )
-    out = client.CoreV1Api(api).create_namespaced_service_account_token(SA_NAME, SA_NAMESPACE, req)
+    out: Any = client.CoreV1Api(api).create_namespaced_service_account_token(
+        SA_NAME, SA_NAMESPACE, req
+    )
     return str(out.status.token)
 
 

@@ -19,7 +19,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
@@ -75,8 +75,9 @@ def for_kwok(case: harness.Case, ns: str) -> tuple[Json, Json]:
 def volume_for(kube: Kube, name: str, tpl: Json, claim: client.V1ObjectReference | None) -> str:
     """A hostPath PersistentVolume that fits a volumeClaimPolicies template (pre-bound to
     ``claim`` when the PVC's name is known)."""
+    meta = client.V1ObjectMeta(name=name[:63])
     pv = client.V1PersistentVolume(
-        metadata=client.V1ObjectMeta(name=name[:63]),
+        metadata=meta,
         spec=client.V1PersistentVolumeSpec(
             capacity={"storage": tpl["spec"]["resources"]["requests"]["storage"]},
             access_modes=tpl["spec"]["accessModes"],
@@ -86,7 +87,7 @@ def volume_for(kube: Kube, name: str, tpl: Json, claim: client.V1ObjectReference
         ),
     )
     kube.core.create_persistent_volume(pv)
-    return str(pv.metadata.name)
+    return str(meta.name)
 
 
 def static_volumes(kube: Kube, ns: str, tj: Json, rt: Json) -> list[str]:
@@ -118,7 +119,7 @@ def test_catalog_runtime_with_sdk_trainjob_completes(
         job = tj["metadata"]["name"]
 
         def done() -> Json | None:
-            got = kube.get(TRAINER, "trainjobs", job, namespace)
+            got = cast(Json, kube.get(TRAINER, "trainjobs", job, namespace))
             for ctype in ("Complete", "Failed"):
                 c = condition(got, ctype)
                 if c and c.get("status") == "True":
@@ -164,7 +165,7 @@ def test_render_equals_what_the_controller_creates(
     kube.create(TRAINER, "trainingruntimes", rt, namespace)
     # The CLI gets the runtime as the API server holds it (spec defaulted by the CRD schema),
     # which is what the controller reads.
-    live_rt = kube.get(TRAINER, "trainingruntimes", rt["metadata"]["name"], namespace)
+    live_rt = cast(Json, kube.get(TRAINER, "trainingruntimes", rt["metadata"]["name"], namespace))
     keep = ("name", "namespace", "uid", "labels", "annotations")
     live_rt["metadata"] = {k: v for k, v in live_rt["metadata"].items() if k in keep}
     (tmp_path / "tj.yaml").write_text(yaml.safe_dump(tj))
@@ -212,14 +213,16 @@ def _b64(value: str) -> str:
 def read(kube: Kube, ns: str, doc: Json) -> Json:
     name, kind = doc["metadata"]["name"], doc["kind"]
     if kind == "Workflow":
-        return kube.get(ARGO, "workflows", name, ns)  # type: ignore[no-any-return]
+        return cast(Json, kube.get(ARGO, "workflows", name, ns))
     read_fn = {
         "Service": kube.core.read_namespaced_service,
         "ConfigMap": kube.core.read_namespaced_config_map,
         "Secret": kube.core.read_namespaced_secret,
         "PersistentVolumeClaim": kube.core.read_namespaced_persistent_volume_claim,
     }[kind]
-    out: Json = kube.api.sanitize_for_serialization(read_fn(name, ns))
+    out: Json = kube.api.sanitize_for_serialization(  # type: ignore[no-untyped-call]
+        read_fn(name, ns)
+    )
     return out
 
 

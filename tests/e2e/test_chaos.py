@@ -90,7 +90,7 @@ def _restart(engine: str) -> None:
 def _leader(kube: Kube, procs: dict[str, ControllerProc]) -> ControllerProc | None:
     any_proc = next(iter(procs.values()))
     try:
-        lease = client.CoordinationV1Api(kube.api).read_namespaced_lease(
+        lease: Any = client.CoordinationV1Api(kube.api).read_namespaced_lease(
             any_proc.lease_name, any_proc.lease_namespace
         )
     except client.ApiException:
@@ -218,12 +218,12 @@ def test_chaos_reduced(
     # final state per scenario
     mismatches = []
     for name, sc in names.items():
-        tj = kube.get(TRAINER, "trainjobs", name, ns)
+        now = kube.get(TRAINER, "trainjobs", name, ns)
         if sc.state == "Deleted":
-            if tj is not None:
+            if now is not None:
                 mismatches.append(f"{name}: still exists")
             continue
-        c = condition(tj, sc.state) if tj else None
+        c = condition(now, sc.state) if now else None
         if not c or c["status"] != "True" or c["reason"] != sc.reason:
             mismatches.append(f"{name}: want {sc.state}/{sc.reason}, got {c}")
     # duplicates: any Workflow a TrainJob should not have
@@ -237,9 +237,15 @@ def test_chaos_reduced(
         want = sorted(w.format(name) for w in sc.workflows)
         got = sorted(have.get(name, []))
         if sc.state == "Deleted":
-            wait_until(f"{name}: Workflows gone", lambda n=name: not [
-                w for w in workflows(kube, ns) if w["metadata"]["labels"].get(
-                    "trainweave.io/trainjob") == n], timeout=120)  # fmt: skip
+
+            def gone(n: str = name) -> bool:
+                return not [
+                    w
+                    for w in workflows(kube, ns)
+                    if w["metadata"]["labels"].get("trainweave.io/trainjob") == n
+                ]
+
+            wait_until(f"{name}: Workflows gone", gone, timeout=120)
             continue
         duplicates += len(set(got) - set(want))
         fits = set(got) <= set(want) and want[0] in got if sc.at_most else got == want

@@ -18,14 +18,14 @@ import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from tests.oracle import harness
 
 from .controller_proc import ControllerProc
-from .kube import KUEUE, Kube, condition, default_kubeconfig, load_manifest, wait_until
+from .kube import KUEUE, Kube, Pod, condition, default_kubeconfig, load_manifest, wait_until
 from .pipelines import RJOBS, TRAINER, apply, example, trainjob, wait_condition, workflows
 
 pytestmark = pytest.mark.e2e
@@ -316,7 +316,7 @@ def test_foreground_deleted_trainjob_stops_its_workflow_before_the_cascade(
         assert attempts == ["node-0-0(0)"]  # no retry attempt
         assert wf["spec"].get("shutdown") == "Stop"
     finally:
-        pod = kube.core.read_namespaced_pod(trainer.metadata.name, namespace)
+        pod: Pod = kube.core.read_namespaced_pod(trainer.metadata.name, namespace)
         kept = [f for f in pod.metadata.finalizers or [] if f != HOLD]
         kube.core.patch_namespaced_pod(
             trainer.metadata.name,
@@ -369,7 +369,7 @@ def test_two_replicas_one_leader(
         from kubernetes import client
 
         try:
-            obj = client.CoordinationV1Api(kube.api).read_namespaced_lease(
+            obj: Any = client.CoordinationV1Api(kube.api).read_namespaced_lease(
                 a.lease_name, a.lease_namespace
             )
         except client.ApiException:
@@ -419,7 +419,7 @@ def test_gpu_queue_saturated_trainer_waits_without_holding_gpus(
     assert _reserved(_cq(kube, namespace), "nvidia.com/gpu") == 2  # only the blocker's
 
     def waiting_event() -> bool:
-        events = kube.core.list_namespaced_event(
+        events: list[Any] = kube.core.list_namespaced_event(
             namespace, field_selector="involvedObject.name=ft"
         ).items
         return any(e.reason == "StepWaitingForQuota" and "queue gpu" in e.message for e in events)
@@ -432,7 +432,7 @@ def test_gpu_queue_saturated_trainer_waits_without_holding_gpus(
 
 
 def _cq(kube: Kube, ns: str) -> Json:
-    return kube.custom.get_cluster_custom_object(*KUEUE, "clusterqueues", f"{ns}-gpu")  # type: ignore[no-any-return]
+    return cast(Json, kube.custom.get_cluster_custom_object(*KUEUE, "clusterqueues", f"{ns}-gpu"))
 
 
 # --- Kubeflow SDK ---------------------------------------------------------------------------

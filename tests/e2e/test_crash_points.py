@@ -60,11 +60,11 @@ def _crash_loop(kube: Kube, ns: str, name: str, kubeconfig: Path) -> int:
     crashes = 0
     while not _terminal(kube, ns, name):
         ctl = ControllerProc(ns, "crashy", kubeconfig, crash_after_writes=1)
-        wait_until(
-            "the controller's one write, or the TrainJob's end",
-            lambda ctl=ctl: ctl.proc.poll() is not None or _terminal(kube, ns, name),
-            timeout=180,
-        )
+
+        def wrote_or_ended(ctl: ControllerProc = ctl) -> bool | str | None:
+            return ctl.proc.poll() is not None or _terminal(kube, ns, name)
+
+        wait_until("the controller's one write, or the TrainJob's end", wrote_or_ended, timeout=180)
         if ctl.proc.poll() is None:
             ctl.stop(signal.SIGKILL)
         else:

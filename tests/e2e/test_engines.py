@@ -12,15 +12,15 @@ import os
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
-from kubernetes.client import V1Pod
 
 from .kube import (
     ARGO,
     KUEUE,
     Kube,
+    Pod,
     condition,
     condition_is,
     default_kubeconfig,
@@ -66,7 +66,7 @@ def reserved_at(wl: dict[str, Any]) -> datetime | None:
     return None
 
 
-def gated(pod: V1Pod) -> bool:
+def gated(pod: Pod) -> bool:
     return any(g.name == GATE for g in pod.spec.scheduling_gates or [])
 
 
@@ -100,7 +100,7 @@ def finalizers_removed(kube: Kube, ns: str, pod: str) -> None:
     """Wait for Kueue to take its finalizer off ``pod``."""
     wait_until(
         f"finalizers removed from pod {pod}",
-        lambda: not kube.core.read_namespaced_pod(pod, ns).metadata.finalizers,
+        lambda: not cast(Pod, kube.core.read_namespaced_pod(pod, ns)).metadata.finalizers,
         timeout=30,
     )
 
@@ -399,8 +399,8 @@ def _preemption(kube: Kube, namespace: str, high: str) -> None:
 
     # ... marks each running pod with the TerminationTarget condition and deletes it; the
     # deleted pods stay (Kueue's finalizer) in phase Failed, exit code 143 from the kubelet (kwok).
-    def evicted_pods() -> list[V1Pod] | None:
-        pods = [kube.core.read_namespaced_pod(p.metadata.name, namespace) for p in first]
+    def evicted_pods() -> list[Pod] | None:
+        pods: list[Pod] = [kube.core.read_namespaced_pod(p.metadata.name, namespace) for p in first]
         ok = all(p.metadata.deletion_timestamp and p.status.phase == "Failed" for p in pods)
         return pods if ok else None
 
@@ -494,8 +494,8 @@ def test_deleted_workflow_leaves_the_workload_holding_quota(
 
     # The garbage collector deleted the pods; Kueue's finalizer keeps them (Failed, Terminating),
     # and the Workload stays admitted, waiting for replacement pods that will never come.
-    def stuck() -> list[V1Pod] | None:
-        ps = [kube.core.read_namespaced_pod(p, namespace) for p in pods]
+    def stuck() -> list[Pod] | None:
+        ps: list[Pod] = [kube.core.read_namespaced_pod(p, namespace) for p in pods]
         ok = all(p.metadata.deletion_timestamp and p.status.phase == "Failed" for p in ps)
         return ps if ok else None
 

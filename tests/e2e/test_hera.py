@@ -14,7 +14,7 @@ import os
 import types
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
@@ -51,19 +51,19 @@ def author_token(kube: Kube, ns: str) -> str:
     """A ServiceAccount for the Hera author, allowed Argo Workflows in ``ns``; its bound token."""
     rbac = client.RbacAuthorizationV1Api(kube.api)
     meta = {"name": AUTHOR, "namespace": ns}
-    kube.core.create_namespaced_service_account(ns, {"metadata": meta})
+    kube.core.create_namespaced_service_account(ns, cast(Any, {"metadata": meta}))
     rule = {
         "apiGroups": ["argoproj.io"],
         "resources": ["workflows"],
         "verbs": ["create", "get", "list", "watch", "update", "patch", "delete"],
     }
-    rbac.create_namespaced_role(ns, {"metadata": meta, "rules": [rule]})
+    rbac.create_namespaced_role(ns, cast(Any, {"metadata": meta, "rules": [rule]}))
     binding = {
         "metadata": meta,
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": AUTHOR},
         "subjects": [{"kind": "ServiceAccount", "name": AUTHOR, "namespace": ns}],
     }
-    rbac.create_namespaced_role_binding(ns, binding)
+    rbac.create_namespaced_role_binding(ns, cast(Any, binding))
     request = client.AuthenticationV1TokenRequest(
         spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600)
     )
@@ -106,11 +106,11 @@ def local_queues(kube: Kube, ns: str) -> None:
             "spec": {"clusterQueue": cq},
         }
         kube.create(KUEUE, "localqueues", obj, ns)
-        wait_until(
-            f"LocalQueue {lq} Active",
-            lambda lq=lq: condition_is(kube.get(KUEUE, "localqueues", lq, ns), "Active"),
-            timeout=30,
-        )
+
+        def active(lq: str = lq) -> bool:
+            return condition_is(kube.get(KUEUE, "localqueues", lq, ns), "Active")
+
+        wait_until(f"LocalQueue {lq} Active", active, timeout=30)
 
 
 def apply_service(kube: Kube, w: Workflow, name: str, ns: str) -> None:
@@ -134,7 +134,7 @@ def author(
     queues()
     local_queues(kube, namespace)
     secret = {"metadata": {"name": "hf-token"}, "stringData": {"HF_TOKEN": "test"}}
-    kube.core.create_namespaced_secret(namespace, secret)
+    kube.core.create_namespaced_secret(namespace, cast(Any, secret))
     return WorkflowsService(
         host=argo_server, token=author_token(kube, namespace), namespace=namespace
     )

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from .controller_proc import ControllerProc
 from .kube import ARGO, E2E_NAMESPACE_LABEL, KUEUE, Kube, api_client, condition
@@ -35,7 +35,7 @@ def sa_api(controller_kubeconfig: Path) -> Iterator[client.ApiClient]:
     """An ApiClient that is the controller: deploy/rbac.yaml's ServiceAccount token."""
     api = api_client(controller_kubeconfig)
     yield api
-    api.close()
+    api.close()  # type: ignore[no-untyped-call]
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def allowed(api: client.ApiClient, access: Access) -> bool:
     review = client.V1SelfSubjectAccessReview(
         spec=client.V1SelfSubjectAccessReviewSpec(resource_attributes=attrs)
     )
-    out = client.AuthorizationV1Api(api).create_self_subject_access_review(review)
+    out: Any = client.AuthorizationV1Api(api).create_self_subject_access_review(review)
     return bool(out.status.allowed)
 
 
@@ -70,7 +70,7 @@ def refused(call: Callable[[], object]) -> int:
 
 
 def test_the_token_is_the_service_account(sa_api: client.ApiClient) -> None:
-    review = client.AuthenticationV1Api(sa_api).create_self_subject_review(
+    review: Any = client.AuthenticationV1Api(sa_api).create_self_subject_review(
         client.V1SelfSubjectReview()
     )
     assert review.status.user_info.username == SA_USER
@@ -218,19 +218,20 @@ def test_real_requests_are_refused(kube: Kube, sa_api: client.ApiClient, namespa
     try:
         status = refused(lambda: client.CoreV1Api(imp).list_namespaced_secret("kube-system"))
     finally:
-        imp.close()
+        imp.close()  # type: ignore[no-untyped-call]
     assert status == 403
 
 
 def _no_children(kube: Kube, ns: str) -> list[str]:
     """Names of the objects trainweave creates that exist in ``ns``."""
     found = [f"Workflow/{w['metadata']['name']}" for w in kube.list(ARGO, "workflows", ns)]
-    for kind, items in (
+    listed: list[tuple[str, list[Any]]] = [  # the objects read untyped, as kube.Pod says
         ("ConfigMap", kube.core.list_namespaced_config_map(ns).items),
         ("Service", kube.core.list_namespaced_service(ns).items),
         ("Secret", kube.core.list_namespaced_secret(ns).items),
         ("PVC", kube.core.list_namespaced_persistent_volume_claim(ns).items),
-    ):
+    ]
+    for kind, items in listed:
         found += [
             f"{kind}/{o.metadata.name}"
             for o in items

@@ -33,7 +33,8 @@ def test_llm_style_pipeline_trains_for_real(
     apply(kube, namespace, tj, rt)
     name = tj["metadata"]["name"]
     got = wait_condition(kube, namespace, "Complete", timeout=420, name=name)
-    assert condition(got, "Failed") is None or condition(got, "Failed")["status"] != "True"
+    failure = condition(got, "Failed")
+    assert failure is None or failure["status"] != "True"
     (wf,) = workflows(kube, namespace)
     assert wf["status"]["phase"] == "Succeeded", wf["status"].get("message")
 

@@ -19,16 +19,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
 from kubernetes import client
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from trainweave.labels import TRAINJOB
 
-from .kube import Kube, condition, wait_until
+from .kube import Kube, Pod, condition, wait_until
 from .pipelines import apply, wait_condition, workflows
 from .real import NODE, ROOT, Json, logs, step_pods, workspace_volume
 from .service_account import DEPLOY, SA_NAMESPACE, apply_rbac
@@ -70,15 +70,15 @@ def shipped_deployment() -> Json:
 
 
 def lease_holder(kube: Kube) -> str:
-    lease = client.CoordinationV1Api(kube.api).read_namespaced_lease(LEASE, SA_NAMESPACE)
+    lease: Any = client.CoordinationV1Api(kube.api).read_namespaced_lease(LEASE, SA_NAMESPACE)
     return str(lease.spec.holder_identity or "")
 
 
-def controller_pods(kube: Kube) -> list[client.V1Pod]:
+def controller_pods(kube: Kube) -> list[Pod]:
     return [p for p in kube.pods(SA_NAMESPACE, APP) if p.metadata.deletion_timestamp is None]
 
 
-def is_ready(pod: client.V1Pod) -> bool:
+def is_ready(pod: Pod) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
 
 
@@ -142,7 +142,7 @@ def deployed(kube: Kube, namespace: str, real_node: str) -> Iterator[tuple[list[
             raise
     t0 = time.monotonic()
     client.AppsV1Api(kube.api).create_namespaced_deployment(
-        SA_NAMESPACE, offline_patch(shipped_deployment(), namespace)
+        SA_NAMESPACE, cast(Any, offline_patch(shipped_deployment(), namespace))
     )
     try:
         names = wait_until("both controller replicas Ready", lambda: both_ready(kube), timeout=180)

@@ -11,10 +11,9 @@ import re
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 from .controller_proc import ControllerProc
-from .kube import KUEUE, Kube, Timeout, condition, wait_until
+from .kube import KUEUE, Kube, Pod, Timeout, condition, wait_until
 from .pipelines import apply, wait_condition, workflows
 from .real import NODE, exit_codes, logs, step_pods
 
@@ -35,7 +34,7 @@ def test_mpirun_over_ssh_runs_a_rank_on_every_node(
     # Logs are read as soon as the launcher's container ends: once the workflow is over the
     # node pods (Argo daemons) are stopped, and the pods' logs may be gone by the time the
     # TrainJob's Complete is seen.
-    def launcher_ended() -> client.V1Pod | None:
+    def launcher_ended() -> Pod | None:
         pods = step_pods(kube, namespace, "launcher")
         ended = [p for p in pods if exit_codes(p).get("node") is not None]
         return ended[0] if ended else None
@@ -56,7 +55,8 @@ def test_mpirun_over_ssh_runs_a_rank_on_every_node(
     assert exit_codes(launcher).get("node") == 0, (exit_codes(launcher), log[-3000:])
 
     got = wait_condition(kube, namespace, "Complete", timeout=120, name=name)
-    assert condition(got, "Failed") is None or condition(got, "Failed")["status"] != "True"
+    failure = condition(got, "Failed")
+    assert failure is None or failure["status"] != "True"
     (wf,) = workflows(kube, namespace)
     assert wf["status"]["phase"] == "Succeeded", wf["status"].get("message")
 

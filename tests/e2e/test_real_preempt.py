@@ -16,13 +16,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
-from kubernetes import client
 
 from .controller_proc import ControllerProc
-from .kube import KUEUE, Kube, condition, condition_is, pod_nodes, wait_until
+from .kube import KUEUE, Kube, Pod, condition, condition_is, pod_nodes, wait_until
 from .pipelines import apply, trainjob, wait_condition, workflows
 from .real import NODE, Json, exit_codes, logs, none_admitted, step_pods
 
@@ -112,7 +111,7 @@ def urgent_pod(namespace: str, priority: str) -> Json:
     }
 
 
-def running(pod: client.V1Pod, container: str) -> bool:
+def running(pod: Pod, container: str) -> bool:
     return any(
         s.name == container and s.state is not None and s.state.running is not None
         for s in pod.status.container_statuses or []
@@ -156,7 +155,7 @@ def test_preempted_trainer_is_killed_for_real_and_argo_brings_it_back(
         assert ("Failed", "True") not in {(t, s) for t, s, _ in seen_tj}, seen_tj
 
     # 1. both trainer containers really run on the real node, training has begun
-    def training() -> list[client.V1Pod] | None:
+    def training() -> list[Pod] | None:
         watch_tj()
         pods = step_pods(kube, namespace, "node")
         if len(pods) != 2 or not all(running(p, "node") for p in pods):
@@ -178,7 +177,7 @@ def test_preempted_trainer_is_killed_for_real_and_argo_brings_it_back(
 
     # 2. the urgent pod arrives: Kueue evicts the low step Workload (same object)
     t0 = time.monotonic()
-    kube.core.create_namespaced_pod(namespace, urgent_pod(namespace, high))
+    kube.core.create_namespaced_pod(namespace, cast(Any, urgent_pod(namespace, high)))
     wl = kube.wait_workload(
         namespace,
         group,
@@ -242,11 +241,11 @@ def test_preempted_trainer_is_killed_for_real_and_argo_brings_it_back(
     assert 143 in argo_codes.values() and set(argo_codes.values()) <= {143, 4}, argo_codes
 
     # 4. the urgent pod runs on the real node and succeeds; the step waits meanwhile
-    def urgent_done() -> client.V1Pod | None:
+    def urgent_done() -> Pod | None:
         watch_tj()
         wl = kube.workload(namespace, group)
         assert wl is not None and wl["metadata"]["uid"] == uid
-        pod = kube.core.read_namespaced_pod("urgent", namespace)
+        pod: Pod = kube.core.read_namespaced_pod("urgent", namespace)
         if pod.status.phase != "Succeeded":
             assert not condition_is(wl, "QuotaReserved"), "re-admitted while the urgent pod runs"
             return None
@@ -268,7 +267,8 @@ def test_preempted_trainer_is_killed_for_real_and_argo_brings_it_back(
     got = wait_condition(kube, namespace, "Complete", timeout=300, name=name)
     t_complete = time.monotonic() - t0
     watch_tj()
-    assert condition(got, "Failed") is None or condition(got, "Failed")["status"] != "True"
+    failure = condition(got, "Failed")
+    assert failure is None or failure["status"] != "True"
     (wf,) = workflows(kube, namespace)
     assert wf["status"]["phase"] == "Succeeded", wf["status"].get("message")
     wl = kube.workload(namespace, group)

@@ -13,7 +13,7 @@ import copy
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
@@ -90,9 +90,11 @@ def test_llm_finetune_render_runs_one_gang_per_step(
     # the initializers' secretRef: the user's HuggingFace token Secret (the integrity check
     # of every pod found it missing here)
     secret = {"metadata": {"name": "hf-token"}, "stringData": {"HF_TOKEN": "test"}}
-    kube.core.create_namespaced_secret(namespace, secret)
+    kube.core.create_namespaced_secret(namespace, cast(Any, secret))
     for obj in others:
-        utils.create_from_dict(kube.api, copy.deepcopy(obj), namespace=namespace)
+        utils.create_from_dict(  # type: ignore[no-untyped-call]
+            kube.api, copy.deepcopy(obj), namespace=namespace
+        )
     kube.create(ARGO, "workflows", workflow, namespace)
     name = workflow["metadata"]["name"]
     previews = {w["metadata"]["name"]: w for w in kube_previews(pipeline)}
