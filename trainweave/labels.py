@@ -104,6 +104,7 @@ class StoppedFor(str, enum.Enum):
 
     SUSPEND = "suspend"  # the TrainJob was suspended; resuming starts a new segment
     DELETED = "deleted"  # the TrainJob is being deleted in foreground
+    FINISHED = "finished"  # the TrainJob finished (its deadline) while the Workflow ran
     # "job-failed/<job>": the controller failed the job as its Job would (backoffLimit spent,
     # a FailJob rule); "backoff-limit/<job>" is what trainweave wrote before
     JOB_FAILED = "job-failed"

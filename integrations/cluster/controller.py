@@ -3,8 +3,8 @@
 Watches TrainJobs and the Workflows and Pods labelled ``trainweave.io/trainjob``
 plus all Kueue Workloads (a Workload is mapped to its TrainJob through the
 pod-group names in the Workflows' pod templates). Any change enqueues the
-TrainJob's key; a worker reads the caches into ``rollup.Observed``, asks
-``reconcile.plan`` what to do and lets ``executor.Executor`` do it. Objects the
+TrainJob's key; a worker reads the caches into ``observed.Observed``, asks
+``reconcile.actions`` what to do and lets ``executor.Executor`` do it. Objects the
 API returns from our own writes go straight into the caches, so the next
 reconcile does not act on stale state. ``/healthz``, ``/readyz`` and
 ``/metrics`` are served on ``--bind`` (loopback by default).
@@ -31,7 +31,7 @@ from trainweave.integrations.cluster.leader import LeaderElector
 from trainweave.integrations.cluster.metrics import Metrics, resource_of
 from trainweave.integrations.views import api, reconcile, slim
 from trainweave.integrations.views.argo_view import TERMINAL, step_groups
-from trainweave.integrations.views.rollup import Observed
+from trainweave.integrations.views.observed import Observed, group_of, observed
 from trainweave.labels import EventReason, EventType
 
 Json = dict[str, Any]
@@ -164,32 +164,32 @@ class Controller:
         if tj is None:
             return None
         idx = f"{key[0]}/{key[1]}"
-        workflows = self.workflows.by_index("tj", idx)
-        pods = self.pods.by_index("tj", idx)
-        groups = {g for wf in workflows for g in step_groups(wf)}
-        groups |= {reconcile.group_of(p) for p in pods} - {""}
-        workloads = [w for g in sorted(groups) if (w := self.workloads.get(key[0], g))]
-        return Observed(tj, tuple(workflows), tuple(pods), tuple(workloads))
+        return observed(
+            tj,
+            self.workflows.by_index("tj", idx),
+            self.pods.by_index("tj", idx),
+            lambda group: self.workloads.get(key[0], group),
+        )
 
     def reconcile(self, key: Key) -> None:
         """One level-triggered pass for one TrainJob."""
         obs = self.observe(key)
         if obs is None:
             pods = self.pods.by_index("tj", f"{key[0]}/{key[1]}")
-            wls = [w for p in pods if (w := self.workloads.get(key[0], reconcile.group_of(p)))]
+            wls = [w for p in pods if (w := self.workloads.get(key[0], group_of(p)))]
             for req in reconcile.orphan_releases(key[0], pods, wls):
                 self.executor._send(req)
             self.metrics.set_state(f"{key[0]}/{key[1]}", None)
             self.metrics.set_steps(f"{key[0]}/{key[1]}")
             return
-        plan = reconcile.plan(obs, self.now())
-        self.executor.run(plan, obs.trainjob)
-        self.metrics.apply(plan.metrics)
-        self.metrics.set_state(f"{key[0]}/{key[1]}", plan.state)
-        self.metrics.set_steps(f"{key[0]}/{key[1]}", plan.waiting, plan.leaked)
-        self.metrics.hold(plan.holding)
-        if plan.requeue_after is not None:
-            self.queue.add_after(key, plan.requeue_after)
+        todo = reconcile.actions(obs, self.now())
+        self.executor.run(todo, obs.trainjob)
+        self.metrics.apply(todo.metrics)
+        self.metrics.set_state(f"{key[0]}/{key[1]}", todo.state)
+        self.metrics.set_steps(f"{key[0]}/{key[1]}", todo.waiting, todo.leaked)
+        self.metrics.hold(todo.holding)
+        if todo.requeue_after is not None:
+            self.queue.add_after(key, todo.requeue_after)
 
     def worker(self) -> None:
         """Take keys until the queue closes."""

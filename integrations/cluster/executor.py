@@ -1,4 +1,4 @@
-"""Carry out a ``reconcile.Plan``: send its requests, and start attempts.
+"""Carry out a reconcile's ``Actions``: send its requests, and start attempts.
 
 Starting resolves the runtime (the ``<tj>-runtime-snapshot`` ConfigMap when it
 exists, as upstream KEP-2599; else ``TrainingRuntime`` in the TrainJob's
@@ -62,20 +62,20 @@ def _input(doc: Json) -> Json:
 
 
 class Executor:
-    """Sends a plan's requests through ``send``; builds children with ``renderer``."""
+    """Sends the actions' requests through ``send``; builds children with ``renderer``."""
 
     def __init__(self, send: api.Send, renderer: Renderer, now: Callable[[], datetime]) -> None:
         self.send = send
         self.renderer = renderer
         self.now = now
 
-    def run(self, plan: reconcile.Plan, trainjob: Json) -> None:
+    def run(self, todo: reconcile.Actions, trainjob: Json) -> None:
         """Send everything in order; 404 on delete and status of a gone object is fine."""
-        for req in plan.requests:
+        for req in todo.requests:
             self._send(req)
-        if plan.start is not None:
-            self.start(trainjob, plan.start)
-        for req in plan.after_start:
+        if todo.start is not None:
+            self.start(trainjob, todo.start)
+        for req in todo.after_start:
             self._send(req)
 
     def _send(self, req: api.Request) -> Json:

@@ -17,27 +17,30 @@ from typing import Any, TextIO
 from trainweave import labels
 from trainweave.integrations.views import api, queues_view, quota
 from trainweave.integrations.views.argo_view import step_groups, view
-from trainweave.integrations.views.reconcile import group_of, quota_records
-from trainweave.integrations.views.rollup import Observed, owned, progress
+from trainweave.integrations.views.observed import Observed, observed, owned
+from trainweave.integrations.views.reconcile import quota_records
 
 Json = dict[str, Any]
 
 
 def observe(send: api.Send, namespace: str, name: str) -> Observed:
     """Read one TrainJob and its children from the API."""
-    tj = send(api.get(api.TRAINJOB, namespace, name))
     sel = f"{labels.TRAINJOB}={name}"
-    wfs = send(api.list_(api.WORKFLOW, namespace, sel)).get("items") or []
-    pods = send(api.list_(api.POD, namespace, sel)).get("items") or []
-    groups = {g for wf in wfs for g in step_groups(wf)} | {group_of(p) for p in pods}
-    workloads = []
-    for g in sorted(groups - {""}):
+
+    def workload(group: str) -> Json | None:
         try:
-            workloads.append(send(api.get(api.WORKLOAD, namespace, g)))
+            return send(api.get(api.WORKLOAD, namespace, group))
         except api.ApiError as err:
-            if not err.not_found:
-                raise
-    return Observed(tj, tuple(wfs), tuple(pods), tuple(workloads))
+            if err.not_found:
+                return None
+            raise
+
+    return observed(
+        send(api.get(api.TRAINJOB, namespace, name)),
+        send(api.list_(api.WORKFLOW, namespace, sel)).get("items") or [],
+        send(api.list_(api.POD, namespace, sel)).get("items") or [],
+        workload,
+    )
 
 
 def render(obs: Observed, now: datetime, out: TextIO) -> None:
@@ -46,7 +49,7 @@ def render(obs: Observed, now: datetime, out: TextIO) -> None:
     meta = tj["metadata"]
     conds = (tj.get("status") or {}).get("conditions") or []
     state = conds[-1]["type"] if conds else "Created"
-    prog = progress(obs)
+    prog = obs.progress
     out.write(f"TrainJob {meta['namespace']}/{meta['name']}  state: {state}  ")
     out.write(f"attempt: {prog.attempt + 1} (maxRestarts {prog.max_restarts})\n")
     for c in conds:

@@ -22,8 +22,8 @@ from typing import Any
 
 from trainweave import labels
 from trainweave.integrations.views import quota
+from trainweave.integrations.views.observed import Observed
 from trainweave.integrations.views.reconcile import quota_records, state_of
-from trainweave.integrations.views.rollup import Observed
 from trainweave.integrations.views.times import format_time, parse_time
 from trainweave.labels import TrainJobState
 

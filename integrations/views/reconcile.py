@@ -1,6 +1,6 @@
-"""One reconcile of one TrainJob, decided as a pure function: ``plan(observed, now)``.
+"""One reconcile of one TrainJob, decided as a pure function: ``actions(observed, now)``.
 
-The plan is a list of ``Request`` values (sent in order by ``executor``), at
+The actions are a list of ``Request`` values (sent in order by ``executor``), at
 most one ``Start`` (render + create the children of an attempt/segment), the
 Prometheus observations owed, and when to look again. Lifecycle (docs/controller.md):
 
@@ -33,15 +33,14 @@ from trainweave.integrations.views.argo_view import (
     view,
     workflow_of,
 )
-from trainweave.integrations.views.rollup import (
+from trainweave.integrations.views.observed import (
+    AttemptState,
     Observed,
     Progress,
-    condition_true,
-    is_finished,
+    group_of,
     owned,
-    progress,
-    rollup,
 )
+from trainweave.integrations.views.rollup import condition_true, is_finished, rollup
 from trainweave.integrations.views.times import format_time
 from trainweave.labels import (
     ConditionType,
@@ -67,7 +66,7 @@ class Start:
 
 
 @dataclass
-class Plan:
+class Actions:
     """What one reconcile does."""
 
     requests: list[api.Request] = field(default_factory=list)
@@ -97,14 +96,6 @@ def workload_finished(wl: Json) -> bool:
     )
 
 
-def group_of(pod: Json) -> str:
-    """The pod's Kueue group (annotation first, as Kueue reads it)."""
-    meta = _meta(pod)
-    ann = meta.get("annotations") or {}
-    lbl = meta.get("labels") or {}
-    return str(ann.get(labels.KUEUE_POD_GROUP_NAME) or lbl.get(labels.KUEUE_POD_GROUP_NAME) or "")
-
-
 def state_of(conds: list[Json], suspended: bool) -> TrainJobState:
     """The TrainJob's state: Complete or Failed when True, else Suspended or Running."""
     if condition_true(conds, ConditionType.COMPLETE):
@@ -114,25 +105,25 @@ def state_of(conds: list[Json], suspended: bool) -> TrainJobState:
     return TrainJobState.SUSPENDED if suspended else TrainJobState.RUNNING
 
 
-def plan(obs: Observed, now: datetime) -> Plan:
+def actions(obs: Observed, now: datetime) -> Actions:
     """Everything to do for ``obs.trainjob``. Pure."""
     tj = obs.trainjob
     meta = _meta(tj)
     ns, spec = str(meta["namespace"]), dict(tj.get("spec") or {})
     if spec.get("managedBy") not in (None, "", labels.TRAINER_MANAGED_BY):
-        return Plan()  # another controller's (e.g. MultiKueue's), as Trainer leaves it alone
+        return Actions()  # another controller's (e.g. MultiKueue's), as Trainer leaves it alone
     if meta.get("deletionTimestamp"):
-        return Plan(requests=_stop_when_deleted(ns, obs))
+        return Actions(requests=_stop_when_deleted(ns, obs))
     current = list((tj.get("status") or {}).get("conditions") or [])
     desired = rollup(obs, now)
-    prog = progress(obs)
-    out = Plan(state=state_of(desired.conditions, bool(spec.get("suspend"))))
+    prog = obs.progress
+    out = Actions(state=state_of(desired.conditions, bool(spec.get("suspend"))))
     finished = is_finished(desired.conditions)
     latest = prog.latest
     suspend = bool(spec.get("suspend"))
     if finished:
         if latest and not latest.terminal and not latest.shutdown:
-            out.requests.append(_stop(ns, latest, "finished"))
+            out.requests.append(_stop(ns, latest, StoppedFor.FINISHED))
         out.requests += releases(obs, stop_all=True)
     else:
         out.requests += releases(obs, stop_all=False)
@@ -159,7 +150,7 @@ def plan(obs: Observed, now: datetime) -> Plan:
     return out
 
 
-def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Plan) -> None:
+def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Actions) -> None:
     tj = obs.trainjob
     meta = _meta(tj)
     ns, name = str(meta["namespace"]), str(meta["name"])
@@ -191,7 +182,7 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Plan) -> None:
                 return
             out.start = Start(prog.attempt, latest.segment + 1, prog.done_steps, False)
         return
-    if prog.state == "failed" and not prog.exhausted:
+    if prog.state == AttemptState.FAILED and not prog.exhausted:
         out.requests.append(_attempts(ns, name, prog.attempt + 2))
         out.start = Start(prog.attempt + 1, 0, frozenset(), False)
         return
@@ -318,7 +309,7 @@ def quota_records(obs: Observed, now: datetime) -> list[quota.StepQuota]:
     ]
 
 
-def _quota(obs: Observed, records: list[quota.StepQuota], now: datetime, out: Plan) -> None:
+def _quota(obs: Observed, records: list[quota.StepQuota], now: datetime, out: Actions) -> None:
     tj = obs.trainjob
     meta = _meta(tj)
     old = quota.decode((meta.get("annotations") or {}).get(labels.QUOTA_ANNOTATION))

@@ -24,7 +24,8 @@ from trainweave.adapters.trainjob.trainer import to_pipeline
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.integrations.views import reconcile
 from trainweave.integrations.views.argo_view import view
-from trainweave.integrations.views.rollup import Observed, rollup
+from trainweave.integrations.views.observed import Observed
+from trainweave.integrations.views.rollup import rollup
 from trainweave.model import ExitCodeRule, RetryPolicy
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
@@ -143,7 +144,7 @@ def started() -> Json:
 def test_the_third_counted_failure_of_the_step_stops_it(
     pods: list[Pod], stopped: list[str]
 ) -> None:
-    plan = reconcile.plan(Observed(started(), (running(pods),)), NOW)
+    plan = reconcile.actions(Observed(started(), (running(pods),)), NOW)
     stops = [
         body["metadata"]["annotations"][L.STOPPED_FOR]
         for body in (r.body for r in plan.requests)

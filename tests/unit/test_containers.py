@@ -26,7 +26,8 @@ from trainweave.errors import InputErrors
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.integrations.views import reconcile
 from trainweave.integrations.views.argo_view import view
-from trainweave.integrations.views.rollup import Observed, rollup
+from trainweave.integrations.views.observed import Observed
+from trainweave.integrations.views.rollup import rollup
 from trainweave.model import ExitCodeRule, RetryPolicy
 
 Json = dict[str, Any]
@@ -184,7 +185,7 @@ def running(pods: list[Pod], wire: Json, **kwargs: Any) -> Json:
 
 def stops(wf: Json) -> list[str]:
     tj = trainjob(annotations={L.ATTEMPTS_ANNOTATION: "1"})
-    plan = reconcile.plan(Observed(tj, (wf,)), NOW)
+    plan = reconcile.actions(Observed(tj, (wf,)), NOW)
     return [
         body["metadata"]["annotations"][L.STOPPED_FOR]
         for body in (r.body for r in plan.requests)

@@ -14,7 +14,7 @@ from trainweave.adapters import render
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.integrations.cluster.executor import Executor
 from trainweave.integrations.views import api, reconcile
-from trainweave.integrations.views.rollup import Observed
+from trainweave.integrations.views.observed import Observed
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
 Json = dict[str, Any]
@@ -73,7 +73,7 @@ def steady_state() -> Observed:
     )
     tj = trainjob(annotations={"trainweave.io/attempts": "1"})
     first = Observed(tj, (wf,), pods, wls)
-    plan = reconcile.plan(first, NOW)
+    plan = reconcile.actions(first, NOW)
     for req in plan.after_start:  # apply the writes the first reconcile makes
         body = req.body or {}
         if req.path.endswith("/status"):
@@ -83,8 +83,8 @@ def steady_state() -> Observed:
     return Observed(tj, (wf,), pods, wls)
 
 
-def run(obs: Observed, rec: Recorder) -> reconcile.Plan:
-    plan = reconcile.plan(obs, NOW)
+def run(obs: Observed, rec: Recorder) -> reconcile.Actions:
+    plan = reconcile.actions(obs, NOW)
     Executor(rec, fake_renderer, lambda: NOW).run(plan, obs.trainjob)
     return plan
 
@@ -95,7 +95,7 @@ def test_no_op_reconcile_writes_nothing() -> None:
     run(obs, rec)
     assert rec.sent == []
     # and a later reconcile (time moved on, nothing changed state) still writes nothing
-    plan = reconcile.plan(obs, datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc))
+    plan = reconcile.actions(obs, datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc))
     assert plan.requests == [] and plan.after_start == [] and plan.start is None
 
 
@@ -266,7 +266,7 @@ def test_existing_secret_is_taken_as_its_own_without_reading_it() -> None:
         conflicts={"/api/v1/namespaces/ns/secrets/ft-mpi-ssh-auth"},
     )
     obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}))
-    Executor(rec, renderer, lambda: NOW).run(reconcile.plan(obs, NOW), obs.trainjob)
+    Executor(rec, renderer, lambda: NOW).run(reconcile.actions(obs, NOW), obs.trainjob)
     assert [r for r in rec.sent if "/secrets" in r.path and r.method != "POST"] == []
     assert any(r.method == "POST" and r.path.endswith("/workflows") for r in rec.sent)
 
@@ -281,7 +281,7 @@ def test_suspend_stops_running_workflow_and_releases_its_workloads() -> None:
     obs = Observed(
         trainjob(suspend=True, annotations={"trainweave.io/attempts": "1"}), (wf,), pods, wls
     )
-    plan = reconcile.plan(obs, NOW)
+    plan = reconcile.actions(obs, NOW)
     assert [(r.method, r.path.rsplit("/", 1)[-1], r.body) for r in plan.requests] == [
         (
             "PATCH",
@@ -296,7 +296,7 @@ def test_suspend_stops_running_workflow_and_releases_its_workloads() -> None:
     stopped = workflow(
         {"init": INIT_OK, "trainer": TRAINER_RUN}, shutdown="Stop", stopped_for="suspend"
     )
-    plan = reconcile.plan(Observed(obs.trainjob, (stopped,), pods, wls), NOW)
+    plan = reconcile.actions(Observed(obs.trainjob, (stopped,), pods, wls), NOW)
     assert [(r.method, r.path.rsplit("/", 1)[-1]) for r in plan.requests] == [
         ("DELETE", "ft-trainer-a0")
     ]
@@ -311,7 +311,7 @@ def test_trainjob_deleted_in_foreground_stops_its_running_workflow_only() -> Non
     done = workflow({"init": INIT_OK}, phase="Failed")
     pods = (pod("ft-r1", "trainer", "node-0-0", "Running"),)
     wls = (workload("ft-trainer-a1", queue="gpu", reserved=T0),)
-    plan = reconcile.plan(Observed(tj, (done, running), pods, wls), NOW)
+    plan = reconcile.actions(Observed(tj, (done, running), pods, wls), NOW)
     assert [(r.method, r.path.rsplit("/", 1)[-1], r.body) for r in plan.requests] == [
         (
             "PATCH",
@@ -324,7 +324,7 @@ def test_trainjob_deleted_in_foreground_stops_its_running_workflow_only() -> Non
     ]
     assert plan.start is None and plan.after_start == [] and plan.metrics == []
     stopped = workflow({"init": INIT_OK, "trainer": TRAINER_RUN}, attempt=1, shutdown="Stop")
-    assert reconcile.plan(Observed(tj, (done, stopped), pods, wls), NOW).requests == []
+    assert reconcile.actions(Observed(tj, (done, stopped), pods, wls), NOW).requests == []
 
 
 @pytest.mark.parametrize("finalizers", [["orphan"], ["example.com/keep"], []])
@@ -335,7 +335,7 @@ def test_trainjob_deleted_otherwise_leaves_its_workflow_alone(finalizers: list[s
     tj["metadata"]["finalizers"] = finalizers
     wf = workflow({"init": INIT_OK, "trainer": TRAINER_RUN})
     pods = (pod("ft", "trainer", "node-0-0", "Running"),)
-    assert reconcile.plan(Observed(tj, (wf,), pods), NOW) == reconcile.Plan()
+    assert reconcile.actions(Observed(tj, (wf,), pods), NOW) == reconcile.Actions()
 
 
 @pytest.mark.parametrize(
@@ -351,15 +351,15 @@ def test_trainjob_of_another_manager_is_left_alone(managed_by: str | None, manag
     tj = trainjob()
     if managed_by is not None:
         tj["spec"]["managedBy"] = managed_by
-    plan = reconcile.plan(Observed(tj, ()), NOW)
+    plan = reconcile.actions(Observed(tj, ()), NOW)
     assert (plan.start is not None) is managed
-    assert (plan == reconcile.Plan()) is not managed
+    assert (plan == reconcile.Actions()) is not managed
 
 
 def test_suspend_before_any_pod_uses_argo_suspend() -> None:
     wf = workflow({"init": StepState(""), "trainer": StepState("")})
     obs = Observed(trainjob(suspend=True, annotations={"trainweave.io/attempts": "1"}), (wf,))
-    plan = reconcile.plan(obs, NOW)
+    plan = reconcile.actions(obs, NOW)
     assert [r.body for r in plan.requests] == [{"spec": {"suspend": True}}]
 
 
@@ -387,11 +387,11 @@ def test_resume_starts_next_segment_without_finished_steps() -> None:
         pods,
         wls,
     )
-    plan = reconcile.plan(obs, NOW)
+    plan = reconcile.actions(obs, NOW)
     assert plan.start == reconcile.Start(attempt=0, segment=1, skip_steps=frozenset({"init"}))
     # not while the interrupted step's Workload still exists
     live = (*wls, workload("ft-trainer-a0", queue="gpu", reserved="2026-11-01T10:02:00Z"))
-    assert reconcile.plan(Observed(obs.trainjob, (stopped,), pods, live), NOW).start is None
+    assert reconcile.actions(Observed(obs.trainjob, (stopped,), pods, live), NOW).start is None
 
 
 def test_failure_with_budget_starts_a_fresh_attempt() -> None:
@@ -403,7 +403,7 @@ def test_failure_with_budget_starts_a_fresh_attempt() -> None:
     pods = (pod("ft", "init", "init-0-0", "Failed"),)
     wls = (workload("ft-init-a0", reserved=T0),)
     obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}), (failed,), pods, wls)
-    plan = reconcile.plan(obs, NOW)
+    plan = reconcile.actions(obs, NOW)
     assert plan.start == reconcile.Start(attempt=1)
     bodies = [r.body for r in plan.requests]
     assert {"metadata": {"annotations": {"trainweave.io/attempts": "2"}}} in bodies
@@ -418,7 +418,7 @@ def test_deadline_stops_workflow_and_deletes_workloads() -> None:
     obs = Observed(
         trainjob(deadline=60, annotations={"trainweave.io/attempts": "1"}), (wf,), pods, wls
     )
-    plan = reconcile.plan(obs, NOW)
+    plan = reconcile.actions(obs, NOW)
     assert [(r.method, r.path.rsplit("/", 1)[-1]) for r in plan.requests] == [
         ("PATCH", "ft"),
         ("DELETE", "ft-trainer-a0"),
@@ -493,14 +493,14 @@ def test_kueue_reason_arriving_later_is_announced_once() -> None:
     wf = workflow({"init": INIT_OK, "trainer": TRAINER_RUN})
     bare = workload("ft-trainer-a0", queue="gpu")  # just created: no conditions yet
     tj = trainjob(annotations={"trainweave.io/attempts": "1"})
-    first = reconcile.plan(Observed(tj, (wf,), (), (bare,)), NOW)
+    first = reconcile.actions(Observed(tj, (wf,), (), (bare,)), NOW)
     ann = next(
         r.body for r in first.after_start if r.method == "PATCH" and "metadata" in (r.body or {})
     )
     assert ann is not None
     tj["metadata"]["annotations"].update(ann["metadata"]["annotations"])
     waiting = workload("ft-trainer-a0", queue="gpu", pending_reason="WaitingForQuota")
-    second = reconcile.plan(Observed(tj, (wf,), (), (waiting,)), NOW)
+    second = reconcile.actions(Observed(tj, (wf,), (), (waiting,)), NOW)
     reasons = [
         (r.body or {}).get("reason") for r in second.after_start if r.path.endswith("events")
     ]
@@ -537,7 +537,7 @@ def test_a_step_whose_pods_all_succeeded_before_the_stop_is_not_run_again() -> N
         stopped_for="suspend",
     )
     obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}), (stopped,))
-    plan = reconcile.plan(obs, NOW)
+    plan = reconcile.actions(obs, NOW)
     assert plan.start is None
     assert plan.state == "Complete"
     patch = next(r for r in plan.after_start if r.path.endswith("/status"))
@@ -554,7 +554,7 @@ def test_a_step_whose_pods_all_succeeded_before_the_stop_is_not_run_again() -> N
         shutdown="Stop",
         stopped_for="suspend",
     )
-    plan = reconcile.plan(Observed(obs.trainjob, (stopped,)), NOW)
+    plan = reconcile.actions(Observed(obs.trainjob, (stopped,)), NOW)
     assert plan.start is not None and plan.start.skip_steps == frozenset({"init", "trainer"})
 
 
@@ -577,11 +577,11 @@ def test_resuming_deletes_a_finished_workload_the_next_segment_reuses_first() ->
         finished="2026-11-01T10:04:00Z",
     )
     obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}), (stopped,), (), (wl,))
-    plan = reconcile.plan(obs, NOW)
+    plan = reconcile.actions(obs, NOW)
     assert plan.start is None
     assert [(r.method, r.path.rsplit("/", 1)[-1]) for r in plan.requests] == [
         ("DELETE", "ft-trainer-a0")
     ]
     # once it is gone, the segment starts, skipping only the finished initializer
-    plan = reconcile.plan(Observed(obs.trainjob, (stopped,)), NOW)
+    plan = reconcile.actions(Observed(obs.trainjob, (stopped,)), NOW)
     assert plan.start is not None and plan.start.skip_steps == frozenset({"init"})

@@ -17,7 +17,8 @@ from tests.unit.cluster_objects import Pod, StepState, trainjob, workflow
 from trainweave import labels as L
 from trainweave.integrations.views import reconcile
 from trainweave.integrations.views.argo_view import refused
-from trainweave.integrations.views.rollup import Observed, rollup
+from trainweave.integrations.views.observed import Observed
+from trainweave.integrations.views.rollup import rollup
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
 Json = dict[str, Any]
@@ -36,7 +37,7 @@ def init_step(pods: list[Pod], **kwargs: Any) -> Json:
 
 
 def stops(wf: Json) -> list[str]:
-    plan = reconcile.plan(Observed(started(), (wf,)), NOW)
+    plan = reconcile.actions(Observed(started(), (wf,)), NOW)
     return [
         body["metadata"]["annotations"][L.STOPPED_FOR]
         for body in (r.body for r in plan.requests)

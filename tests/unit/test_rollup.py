@@ -12,15 +12,9 @@ from tests.unit.cluster_objects import T0, Json, Pod, StepState, pod, trainjob, 
 from tests.unit.examples import render_example
 from trainweave import labels as L
 from trainweave.integrations.views.argo_view import decode_nodes, view
-from trainweave.integrations.views.rollup import (
-    MAX_MESSAGE,
-    Observed,
-    Status,
-    job_sizes,
-    jobs_status,
-    rollup,
-    set_condition,
-)
+from trainweave.integrations.views.jobs_status import job_sizes, jobs_status
+from trainweave.integrations.views.observed import Observed
+from trainweave.integrations.views.rollup import MAX_MESSAGE, Status, rollup, set_condition
 from trainweave.labels import ConditionType, Reason
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)

@@ -13,7 +13,8 @@ import yaml
 from tests.unit.cluster_objects import Pod, StepState, pod, trainjob, workflow, workload
 from trainweave.integrations.views import reconcile, slim
 from trainweave.integrations.views.argo_view import view
-from trainweave.integrations.views.rollup import Observed, jobs_status
+from trainweave.integrations.views.jobs_status import jobs_status
+from trainweave.integrations.views.observed import Observed
 
 Json = dict[str, Any]
 NOW = datetime(2026, 11, 1, 10, 10, tzinfo=timezone.utc)
@@ -100,7 +101,7 @@ def test_plan_on_slim_objects_equals_plan_on_full_objects() -> None:
         tuple(slim.workload(w) for w in full.workloads),
     )
     assert jobs_status(thin) == jobs_status(full)
-    assert reconcile.plan(thin, NOW) == reconcile.plan(full, NOW)
+    assert reconcile.actions(thin, NOW) == reconcile.actions(full, NOW)
 
 
 def test_failed_containerset_pod_keeps_its_exit_code_when_slim() -> None:

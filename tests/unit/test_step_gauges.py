@@ -11,7 +11,7 @@ from prometheus_client import generate_latest
 from tests.unit.cluster_objects import T0, Pod, StepState, pod, trainjob, workflow, workload
 from trainweave.integrations.cluster.metrics import Metrics
 from trainweave.integrations.views import quota, reconcile
-from trainweave.integrations.views.rollup import Observed
+from trainweave.integrations.views.observed import Observed
 
 NOW = datetime(2026, 11, 1, 10, 30, tzinfo=timezone.utc)
 INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", code=0)])
@@ -28,7 +28,7 @@ def test_plan_lists_the_step_waiting_for_quota() -> None:
             "ft-trainer-a0", queue="gpu", pending_reason="Pending", created="2026-11-01T10:02:00Z"
         ),
     )
-    plan = reconcile.plan(Observed(trainjob(annotations=STARTED), (wf,), (), wls), NOW)
+    plan = reconcile.actions(Observed(trainjob(annotations=STARTED), (wf,), (), wls), NOW)
     assert [(q.workload, q.state, q.created) for q in plan.waiting] == [
         ("ft-trainer-a0", "Pending", "2026-11-01T10:02:00Z")
     ]
@@ -73,7 +73,7 @@ def test_plan_lists_quota_held_by_steps_done_for_good(
         workload("ft-init-a0", reserved=T0, finished="2026-11-01T10:01:00Z"),
         workload("ft-trainer-a0", queue="gpu", reserved="2026-11-01T10:02:00Z", cq="gpu-cq"),
     )
-    plan = reconcile.plan(Observed(trainjob(annotations=STARTED), (wf,), pods, wls), NOW)
+    plan = reconcile.actions(Observed(trainjob(annotations=STARTED), (wf,), pods, wls), NOW)
     assert [q.workload for q in plan.leaked] == leaked
     assert plan.waiting == ()
 
@@ -119,7 +119,7 @@ def test_resource_seconds_series_exist_at_zero_while_a_step_holds_quota() -> Non
             flavors={"nvidia.com/gpu": "h100"},
         ),
     )
-    plan = reconcile.plan(Observed(trainjob(annotations=STARTED), (wf,), (), wls), NOW)
+    plan = reconcile.actions(Observed(trainjob(annotations=STARTED), (wf,), (), wls), NOW)
     assert [q.workload for q in plan.holding] == ["ft-trainer-a0"]
     m = Metrics()
     m.hold(plan.holding)

@@ -1,0 +1,159 @@
+"""``jobsStatus``: one entry per replicatedJob, its Jobs counted as JobSet counts them. Pure.
+
+A Job here is the pods of one replica of a replicatedJob (label ``jobset.sigs.k8s.io/job-index``)
+in the current attempt, the last try of each pod.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainweave import labels
+from trainweave.integrations.views.argo_view import (
+    ATTEMPT_SUFFIX,
+    FAILED,
+    WORKFLOW_LABEL,
+    workflow_of,
+)
+from trainweave.integrations.views.observed import Observed, Progress, owned
+
+Json = dict[str, Any]
+
+
+def replicated_jobs(obs: Observed) -> list[str]:
+    """replicatedJob names in pipeline order, from the pod templates and pods."""
+    names: list[str] = []
+    for wf in owned(obs.trainjob, obs.workflows):
+        for tpl in (wf.get("spec") or {}).get("templates") or []:
+            rjob = ((tpl.get("metadata") or {}).get("labels") or {}).get(labels.REPLICATED_JOB)
+            if rjob and rjob not in names:
+                names.append(rjob)
+    for pod in obs.pods:
+        rjob = ((pod.get("metadata") or {}).get("labels") or {}).get(labels.REPLICATED_JOB)
+        if rjob and rjob not in names:
+            names.append(rjob)
+    return names
+
+
+def attempt_pods(obs: Observed, prog: Progress) -> list[Json]:
+    """Pods of the current attempt (``prog``), the last try of each pod slot only."""
+    wf_names = {v.name for v in prog.views}
+    latest: dict[tuple[str, str], Json] = {}
+    pods = sorted(obs.pods, key=lambda p: str(p["metadata"].get("creationTimestamp") or ""))
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        lbls = meta.get("labels") or {}
+        wf = lbls.get(WORKFLOW_LABEL, "")
+        if wf not in wf_names:
+            continue
+        node = str((meta.get("annotations") or {}).get(labels.ARGO_NODE_NAME) or meta.get("name"))
+        node = ATTEMPT_SUFFIX.sub("", node[len(wf) + 1 :] if node.startswith(wf + ".") else node)
+        latest[(lbls.get(labels.REPLICATED_JOB, ""), node)] = pod
+    return list(latest.values())
+
+
+def job_sizes(obs: Observed) -> dict[tuple[str, str], int]:
+    """Pods per Job, ``(replicatedJob, replica) -> n``, from the step DAGs of the Workflows.
+
+    A step DAG has one task per pod, ``template`` = the replicatedJob's pod template, parameter
+    ``replica`` = the Job's index (``jobset.sigs.k8s.io/job-index``) (``adapters.argo.workflow``).
+    """
+    sizes: dict[tuple[str, str], int] = {}
+    for wf in owned(obs.trainjob, obs.workflows):
+        templates = (wf.get("spec") or {}).get("templates") or []
+        rjob_of = {
+            str(t.get("name")): rjob
+            for t in templates
+            if (rjob := ((t.get("metadata") or {}).get("labels") or {}).get(labels.REPLICATED_JOB))
+        }
+        counted: dict[tuple[str, str], int] = {}
+        for tpl in templates:
+            for task in (tpl.get("dag") or {}).get("tasks") or []:
+                rjob = rjob_of.get(str(task.get("template")))
+                if rjob is None:
+                    continue
+                params = (task.get("arguments") or {}).get("parameters") or []
+                replica = next(
+                    (str(p.get("value")) for p in params if p.get("name") == "replica"), "0"
+                )
+                counted[(rjob, replica)] = counted.get((rjob, replica), 0) + 1
+        for key, n in counted.items():
+            sizes[key] = max(sizes.get(key, 0), n)
+    return sizes
+
+
+def jobs_status(obs: Observed) -> list[Json]:
+    """One ``{name, ready, succeeded, failed, active, suspended}`` per replicatedJob, in Jobs.
+
+    As JobSet v0.12 ``calculateReplicatedJobStatuses`` counts child Jobs; a Job here is the
+    pods of one replica (label ``jobset.sigs.k8s.io/job-index``), last try of each pod:
+    succeeded when all its pods succeeded; failed when a pod failed and its step failed for
+    good (a failed pod Argo is about to retry leaves the Job running, as a Job's backoff does);
+    otherwise suspended when the TrainJob is suspended or all its live pods wait at Kueue's
+    admission gate (a Kueue-suspended Job), active when a pod is Pending/Running and not being
+    deleted, and ready when ready + succeeded pods reach its size. Jobs of steps not reached
+    yet do not exist, as JobSet creates a dependent replicatedJob's Jobs only when it may run.
+    """
+    suspended_tj = bool((obs.trainjob.get("spec") or {}).get("suspend"))
+    zero = {"ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
+    counts: dict[str, dict[str, int]] = {name: dict(zero) for name in replicated_jobs(obs)}
+    sizes = job_sizes(obs)
+    prog = obs.progress
+    failed_steps = _failed_steps(prog)
+    jobs: dict[tuple[str, str], list[Json]] = {}
+    for pod in attempt_pods(obs, prog):
+        lbls = (pod.get("metadata") or {}).get("labels") or {}
+        key = (
+            str(lbls.get(labels.REPLICATED_JOB, "")),
+            str(lbls.get(labels.JOBSET_JOB_INDEX, "0")),
+        )
+        if key[0] in counts:
+            jobs.setdefault(key, []).append(pod)
+    for (rjob, replica), pods in jobs.items():
+        c = counts[rjob]
+        size = max(sizes.get((rjob, replica), 0), len(pods))
+        phases = [(p.get("status") or {}).get("phase") for p in pods]
+        succeeded = phases.count("Succeeded")
+        if succeeded >= size:
+            c["succeeded"] += 1
+            continue
+        step = str(((pods[0].get("metadata") or {}).get("labels") or {}).get(labels.STEP, ""))
+        if "Failed" in phases and (workflow_of(pods[0]), step) in failed_steps:
+            c["failed"] += 1
+            continue
+        live = [
+            p
+            for p, phase in zip(pods, phases, strict=True)
+            if phase in ("Pending", "Running")
+            and not (p.get("metadata") or {}).get("deletionTimestamp")
+        ]
+        if suspended_tj or (live and all(_gated(p) for p in live)):
+            c["suspended"] += 1
+            continue
+        if live:
+            c["active"] += 1
+        if succeeded + sum(1 for p in live if _ready(p)) >= size:
+            c["ready"] += 1
+    return [{"name": name, **c} for name, c in counts.items()]
+
+
+def _failed_steps(prog: Progress) -> set[tuple[str, str]]:
+    """(workflow, step) pairs whose step ended Failed/Error, or ran in a Workflow that ended so."""
+    out: set[tuple[str, str]] = set()
+    for v in prog.views:
+        for name, step in v.steps.items():
+            if step.phase in FAILED or (v.terminal and step.phase != "Succeeded"):
+                out.add((v.name, name))
+    return out
+
+
+def _gated(pod: Json) -> bool:
+    gates = (pod.get("spec") or {}).get("schedulingGates") or []
+    return any(g.get("name") == labels.KUEUE_ADMISSION_GATE for g in gates)
+
+
+def _ready(pod: Json) -> bool:
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return bool(cond.get("status") == "True")
+    return False

@@ -1,0 +1,149 @@
+"""What one reconcile sees of a TrainJob, and where its current attempt stands. Pure.
+
+``Observed`` is the TrainJob with the Workflows, pods (label ``trainweave.io/trainjob``) and step
+Workloads (one per Kueue pod group the Workflows or pods name); the controller assembles it from
+its caches and ``trainweave status`` from API reads, both through ``observed``. ``Progress`` is
+the current whole-pipeline attempt: its Workflows by resume segment and the steps done.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from trainweave import labels
+from trainweave.integrations.views.argo_view import FAILED, WorkflowView, step_groups, view
+from trainweave.labels import StoppedFor
+
+Json = dict[str, Any]
+
+
+class AttemptState(str, enum.Enum):
+    """``Progress.state``: the latest Workflow segment of the current attempt."""
+
+    NONE = "none"  # nothing started yet
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    STOPPED = "stopped"  # the controller stopped it (suspend, deletion, a failed Job)
+
+
+@dataclass(frozen=True)
+class Observed:
+    """Everything one reconcile reads: a TrainJob and its children (wire dicts)."""
+
+    trainjob: Json
+    workflows: tuple[Json, ...] = ()
+    pods: tuple[Json, ...] = ()
+    workloads: tuple[Json, ...] = ()
+
+    @cached_property
+    def progress(self) -> Progress:
+        """The current attempt (``progress``), worked out once per Observed."""
+        return progress(self)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where the current whole-pipeline attempt stands."""
+
+    attempt: int
+    started: int  # attempts started (annotation)
+    views: tuple[WorkflowView, ...] = ()  # this attempt's Workflows by segment
+    done_steps: frozenset[str] = frozenset()
+
+    @property
+    def latest(self) -> WorkflowView | None:
+        """The newest segment of this attempt."""
+        return self.views[-1] if self.views else None
+
+    @property
+    def state(self) -> AttemptState:
+        """Where the latest segment of this attempt stands."""
+        wf = self.latest
+        if wf is None:
+            return AttemptState.NONE
+        if wf.backoff_job:  # the controller stopped it: a step's shared backoffLimit is spent
+            return AttemptState.FAILED if wf.terminal else AttemptState.RUNNING
+        if wf.stopped_for:
+            # a suspend that landed once every step of the segment had done its work stopped
+            # nothing: the pipeline is done (as a JobSet that completed before it is Complete),
+            # and a resumed segment would have no step to run (Argo refuses an empty DAG)
+            stopped_done = wf.terminal and bool(wf.steps) and set(wf.steps) <= self.done_steps
+            if wf.stopped_for == StoppedFor.SUSPEND and stopped_done:
+                return AttemptState.SUCCEEDED
+            return AttemptState.STOPPED
+        if wf.phase == "Succeeded":
+            return AttemptState.SUCCEEDED
+        if wf.phase in FAILED:
+            return AttemptState.FAILED
+        return AttemptState.RUNNING
+
+    @property
+    def max_restarts(self) -> int:
+        """JobSet failurePolicy.maxRestarts recorded on the Workflow."""
+        return self.latest.max_restarts if self.latest else 0
+
+    @property
+    def exhausted(self) -> bool:
+        """No whole-pipeline retry left after this attempt."""
+        return self.attempt >= self.max_restarts
+
+
+def owned(trainjob: Json, objs: tuple[Json, ...]) -> tuple[Json, ...]:
+    """The objects whose controller ownerReference is this TrainJob (by UID)."""
+    uid = (trainjob.get("metadata") or {}).get("uid")
+    return tuple(
+        o
+        for o in objs
+        if any(
+            r.get("uid") == uid and r.get("controller")
+            for r in (o.get("metadata") or {}).get("ownerReferences") or []
+        )
+    )
+
+
+def attempts_started(trainjob: Json) -> int:
+    """The ``trainweave.io/attempts`` annotation (0 when never started)."""
+    ann = (trainjob.get("metadata") or {}).get("annotations") or {}
+    try:
+        return max(0, int(ann.get(labels.ATTEMPTS_ANNOTATION, "0")))
+    except ValueError:
+        return 0
+
+
+def progress(obs: Observed) -> Progress:
+    """The current attempt: its Workflows (all segments) and finished steps."""
+    views = [view(w) for w in owned(obs.trainjob, obs.workflows)]
+    started = attempts_started(obs.trainjob)
+    attempt = max([started - 1] + [v.attempt for v in views] + [0])
+    mine = sorted((v for v in views if v.attempt == attempt), key=lambda v: v.segment)
+    done: set[str] = set()
+    for v in mine:
+        done |= v.succeeded_steps
+    return Progress(attempt, started, tuple(mine), frozenset(done))
+
+
+def group_of(pod: Json) -> str:
+    """The pod's Kueue group (annotation first, as Kueue reads it)."""
+    meta = pod.get("metadata") or {}
+    ann = meta.get("annotations") or {}
+    lbl = meta.get("labels") or {}
+    return str(ann.get(labels.KUEUE_POD_GROUP_NAME) or lbl.get(labels.KUEUE_POD_GROUP_NAME) or "")
+
+
+def observed(
+    trainjob: Json,
+    workflows: Iterable[Json],
+    pods: Iterable[Json],
+    workload_of: Callable[[str], Json | None],
+) -> Observed:
+    """An ``Observed`` of ``trainjob``: its Workflows and pods, and the Workload of every pod group
+    they name (``workload_of(group)``, None when there is none)."""
+    workflows, pods = tuple(workflows), tuple(pods)
+    groups = {g for wf in workflows for g in step_groups(wf)} | {group_of(p) for p in pods}
+    found = (workload_of(g) for g in sorted(groups - {""}))
+    return Observed(trainjob, workflows, pods, tuple(w for w in found if w is not None))
