@@ -30,8 +30,9 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class _Model(BaseModel):
+    # strict: no coercion ("yes" is not a boolean, "3" not an integer), as the CRD's OpenAPI types
     model_config = ConfigDict(
-        extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True
+        extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True, strict=True
     )
 
 
@@ -95,7 +96,10 @@ class TrainJobSpec(_Model):
     runtime_patches: list[RuntimePatch] = Field(default_factory=list, max_length=16)
     suspend: bool = False
     active_deadline_seconds: int | None = Field(default=None, ge=1)
-    managed_by: str | None = None
+    # the CRD's CEL rule: one of the two controllers Trainer v2.3.0 knows, if set
+    managed_by: (
+        Literal["trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue"] | None
+    ) = None
 
 
 class TrainJob(BaseModel):
@@ -321,6 +325,7 @@ def _trainjob_checks(job: TrainJob) -> list[InputError]:
         errors += k8s_schema.check(
             spec.env, "List[V1EnvVar]", f"{path}.env", Reason.INVALID_TRAINJOB
         )
+        errors += _unique_names(spec.env, f"{path}.env")
     trainer = job.spec.trainer
     if trainer is not None:
         if trainer.num_nodes is not None and trainer.num_nodes < 1:
@@ -330,12 +335,26 @@ def _trainjob_checks(job: TrainJob) -> list[InputError]:
         errors += k8s_schema.check(
             trainer.env, "List[V1EnvVar]", "spec.trainer.env", Reason.INVALID_TRAINJOB
         )
+        errors += _unique_names(trainer.env, "spec.trainer.env")
         errors += k8s_schema.check(
             trainer.resources_per_node,
             "V1ResourceRequirements",
             "spec.trainer.resourcesPerNode",
             Reason.INVALID_TRAINJOB,
         )
+    return errors
+
+
+def _unique_names(items: list[Json], path: str) -> list[InputError]:
+    """A list-map keyed by ``name`` (``x-kubernetes-list-type: map``): a repeated name is the
+    API server's ``Duplicate value``."""
+    seen: set[object] = set()
+    errors = []
+    for i, item in enumerate(items):
+        name = item.get("name")
+        if name in seen:
+            errors.append(InputError(f"{path}[{i}].name", f"duplicate name {name!r}"))
+        seen.add(name)
     return errors
 
 
