@@ -58,7 +58,7 @@ JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
 JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 
 
-class Ancestor(str, enum.Enum):
+class Ancestor(enum.StrEnum):
     """Values of the ``trainjob-ancestor-step`` label (Trainer v2.3.0)."""
 
     DATASET_INITIALIZER = "dataset-initializer"
@@ -66,7 +66,7 @@ class Ancestor(str, enum.Enum):
     TRAINER = "trainer"
 
 
-class StepRole(str, enum.Enum):
+class StepRole(enum.StrEnum):
     """What a step is for in the pipeline (``trainweave.io/role``)."""
 
     INITIALIZER = "initializer"
@@ -75,7 +75,7 @@ class StepRole(str, enum.Enum):
     AUXILIARY = "auxiliary"  # any other job (no ancestor, not after the trainer)
 
 
-class ConditionType(str, enum.Enum):
+class ConditionType(enum.StrEnum):
     """TrainJob condition types (Trainer v2.3.0 has exactly these three)."""
 
     SUSPENDED = "Suspended"
@@ -83,7 +83,7 @@ class ConditionType(str, enum.Enum):
     FAILED = "Failed"
 
 
-class Reason(str, enum.Enum):
+class Reason(enum.StrEnum):
     """TrainJob condition reasons: JobSet-compatible, plus our input errors."""
 
     ALL_JOBS_COMPLETED = "AllJobsCompleted"
@@ -99,7 +99,7 @@ class Reason(str, enum.Enum):
     INVALID_QUEUES = "InvalidQueues"  # trainweave plan's queue files
 
 
-class StoppedFor(str, enum.Enum):
+class StoppedFor(enum.StrEnum):
     """Values of ``trainweave.io/stopped-for``: why the controller stopped a Workflow."""
 
     SUSPEND = "suspend"  # the TrainJob was suspended; resuming starts a new segment
@@ -111,14 +111,14 @@ class StoppedFor(str, enum.Enum):
     JOB_FAILED_OLD = "backoff-limit"
 
 
-class EventType(str, enum.Enum):
+class EventType(enum.StrEnum):
     """core/v1 Event ``type``."""
 
     NORMAL = "Normal"
     WARNING = "Warning"
 
 
-class EventReason(str, enum.Enum):
+class EventReason(enum.StrEnum):
     """Reasons of the Events the controller writes on a TrainJob (besides condition reasons)."""
 
     STEP_WAITING_FOR_QUOTA = "StepWaitingForQuota"
@@ -127,7 +127,7 @@ class EventReason(str, enum.Enum):
     RESOURCES_CREATION_FAILED = "TrainJobResourcesCreationFailed"
 
 
-class TrainJobState(str, enum.Enum):
+class TrainJobState(enum.StrEnum):
     """A TrainJob's state as the ``trainweave_trainjobs`` gauge and ``trainweave queues`` show it."""
 
     RUNNING = "Running"

@@ -38,7 +38,7 @@ from trainweave.quantity import format_quantity, parse
 from trainweave.queues import ClusterQueue, FlavorQuotas, QueueSet, quota_amount
 
 
-class Fit(str, enum.Enum):
+class Fit(enum.StrEnum):
     """How a step's request fits its ClusterQueue on an empty cluster (best first)."""
 
     NOMINAL = "nominal"

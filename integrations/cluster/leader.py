@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from trainweave.integrations.views import api
@@ -72,7 +72,7 @@ class LeaderElector:
         identity: str,
         lease_duration: int = 15,
         retry_period: float = 2.0,
-        now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.send, self.namespace, self.name = send, namespace, name
         self.identity, self.duration, self.period = identity, lease_duration, retry_period

@@ -11,7 +11,7 @@ LocalQueues, Workloads, TrainJobs and Workflows once (read only) and prints
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from trainweave import labels
@@ -106,7 +106,7 @@ def main(name: str, namespace: str, kubeconfig: str | None, out: TextIO) -> int:
     except api.ApiError as err:
         out.write(f"error: {err}\n")
         return 1
-    render(obs, datetime.now(timezone.utc), out)
+    render(obs, datetime.now(UTC), out)
     return 0
 
 
@@ -159,5 +159,5 @@ def queues_main(
     from trainweave.integrations.cluster.kube import KubeClient, load_configuration
 
     client = KubeClient(load_configuration(kubeconfig))
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     return queues(client.send, now, out, namespace, cluster_queue, output)

@@ -21,7 +21,7 @@ from trainweave.labels import StoppedFor
 Json = dict[str, Any]
 
 
-class AttemptState(str, enum.Enum):
+class AttemptState(enum.StrEnum):
     """``Progress.state``: the latest Workflow segment of the current attempt."""
 
     NONE = "none"  # nothing started yet

@@ -10,7 +10,7 @@ attempts count (as the retry expression does), and the reconcile stops the Workf
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -28,7 +28,7 @@ from trainweave.integrations.views.observed import Observed
 from trainweave.integrations.views.rollup import rollup
 from trainweave.model import ExitCodeRule, RetryPolicy
 
-NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 1, 10, 5, tzinfo=UTC)
 Json = dict[str, Any]
 
 

@@ -10,7 +10,7 @@ would: ``PodFailurePolicy`` on a FailJob match, ``BackoffLimitExceeded`` past th
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -31,7 +31,7 @@ from trainweave.integrations.views.rollup import rollup
 from trainweave.model import ExitCodeRule, RetryPolicy
 
 Json = dict[str, Any]
-NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 1, 10, 5, tzinfo=UTC)
 UPLOADER = {"name": "uploader", "image": "uploader:1", "resources": {"requests": {"cpu": "1"}}}
 FAIL_ON_UPLOADER_42 = {
     "rules": [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -31,7 +31,7 @@ from trainweave.integrations.views.queues_view import (
     to_json,
 )
 
-NOW = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 GPU16 = {"cpu": "64", "nvidia.com/gpu": "16"}
 ML, TEAM_B = "ml-team", "team-b"
 

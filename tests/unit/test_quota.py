@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from tests.unit.cluster_objects import T0, Json, workload
 from trainweave.integrations.views import quota
 
-NOW = datetime(2026, 11, 1, 11, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 1, 11, 0, tzinfo=UTC)
 INFO = {"step": "trainer", "role": "trainer", "attempt": 0}
 GPU = {"cpu": "16", "nvidia.com/gpu": "8"}
 # (state, reason, wait_seconds, hold_seconds, resource_seconds)

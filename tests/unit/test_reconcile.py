@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Set as AbstractSet
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -16,7 +16,7 @@ from trainweave.integrations.cluster.executor import Executor
 from trainweave.integrations.views import api, reconcile
 from trainweave.integrations.views.observed import Observed
 
-NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 1, 10, 5, tzinfo=UTC)
 Json = dict[str, Any]
 INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", code=0)])
 TRAINER_RUN = StepState("Running", [Pod("node-0-0", "Running")], role="trainer", queue="gpu")
@@ -95,7 +95,7 @@ def test_no_op_reconcile_writes_nothing() -> None:
     run(obs, rec)
     assert rec.sent == []
     # and a later reconcile (time moved on, nothing changed state) still writes nothing
-    plan = reconcile.actions(obs, datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc))
+    plan = reconcile.actions(obs, datetime(2026, 11, 1, 12, 0, tzinfo=UTC))
     assert plan.requests == [] and plan.after_start == [] and plan.start is None
 
 

@@ -8,7 +8,7 @@ stops the Workflow on the first such attempt and the TrainJob fails with that me
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -20,7 +20,7 @@ from trainweave.integrations.views.argo_view import refused
 from trainweave.integrations.views.observed import Observed
 from trainweave.integrations.views.rollup import rollup
 
-NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 1, 10, 5, tzinfo=UTC)
 Json = dict[str, Any]
 GHOST = (
     'pods "ft-init-1401844678" is forbidden: error looking up service account ns/ghost:'

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,7 @@ from trainweave.integrations.views.observed import Observed
 from trainweave.integrations.views.rollup import MAX_MESSAGE, Status, rollup, set_condition
 from trainweave.labels import ConditionType, Reason
 
-NOW = datetime(2026, 11, 1, 10, 5, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 1, 10, 5, tzinfo=UTC)
 FIXTURES = Path(__file__).parent / "fixtures" / "argo"
 INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", code=0)])
 Conds = dict[str, tuple[str, str, str]]  # condition type -> (status, reason, message)
@@ -313,9 +313,7 @@ def test_deadline(deadline: int, suspend: bool, current: list[Json], expected: C
 
 def test_deadline_requeue_time() -> None:
     status = rollup(Observed(trainjob(deadline=600)), NOW)
-    assert status.deadline == datetime(2026, 11, 1, 10, 0, tzinfo=timezone.utc) + timedelta(
-        seconds=600
-    )
+    assert status.deadline == datetime(2026, 11, 1, 10, 0, tzinfo=UTC) + timedelta(seconds=600)
 
 
 def test_finished_trainjob_is_left_alone() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from trainweave.integrations.views.jobs_status import jobs_status
 from trainweave.integrations.views.observed import Observed
 
 Json = dict[str, Any]
-NOW = datetime(2026, 11, 1, 10, 10, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 1, 10, 10, tzinfo=UTC)
 FIXTURES = Path(__file__).parent / "fixtures" / "argo"
 INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", code=0)])
 TRAINER_RUN = StepState("Running", [Pod("node-0-0", "Running")], role="trainer", queue="gpu")

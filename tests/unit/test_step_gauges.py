@@ -3,7 +3,7 @@ steps holding quota though done for good (a leak), from the plan to /metrics."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from prometheus_client import generate_latest
@@ -13,7 +13,7 @@ from trainweave.integrations.cluster.metrics import Metrics
 from trainweave.integrations.views import quota, reconcile
 from trainweave.integrations.views.observed import Observed
 
-NOW = datetime(2026, 11, 1, 10, 30, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 1, 10, 30, tzinfo=UTC)
 INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", code=0)])
 STARTED = {"trainweave.io/attempts": "1"}
 WAIT = "trainweave_step_waiting_since_seconds"
@@ -92,7 +92,7 @@ def test_gauges_follow_each_reconcile_and_go_with_the_trainjob() -> None:
     )
     m.set_steps("ns/ft", [waiting], [leaked])
     m.set_steps("ns/other", [waiting], [])
-    since = datetime(2026, 11, 1, 10, 2, tzinfo=timezone.utc).timestamp()
+    since = datetime(2026, 11, 1, 10, 2, tzinfo=UTC).timestamp()
     assert sample(m, WAIT, namespace="ns", trainjob="ft", step="trainer", queue="gpu") == since
     assert sample(m, LEAK, namespace="ns", trainjob="ft", step="init", cluster_queue="cpu-cq") == 1
     m.set_steps("ns/ft", [], [leaked])  # admitted: no longer waiting
