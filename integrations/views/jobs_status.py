@@ -15,6 +15,13 @@ from trainweave.integrations.views.argo_view import (
     WORKFLOW_LABEL,
     workflow_of,
 )
+from trainweave.integrations.views.bodies import (
+    Meta,
+    PodBody,
+    TrainJobBody,
+    WorkflowBody,
+    list_at,
+)
 from trainweave.integrations.views.observed import Observed, Progress, owned
 
 Json = dict[str, Any]
@@ -24,12 +31,12 @@ def replicated_jobs(obs: Observed) -> list[str]:
     """replicatedJob names in pipeline order, from the pod templates and pods."""
     names: list[str] = []
     for wf in owned(obs.trainjob, obs.workflows):
-        for tpl in (wf.get("spec") or {}).get("templates") or []:
-            rjob = ((tpl.get("metadata") or {}).get("labels") or {}).get(labels.REPLICATED_JOB)
+        for tpl in WorkflowBody.of(wf).templates:
+            rjob = Meta.of(tpl).label(labels.REPLICATED_JOB)
             if rjob and rjob not in names:
                 names.append(rjob)
     for pod in obs.pods:
-        rjob = ((pod.get("metadata") or {}).get("labels") or {}).get(labels.REPLICATED_JOB)
+        rjob = Meta.of(pod).label(labels.REPLICATED_JOB)
         if rjob and rjob not in names:
             names.append(rjob)
     return names
@@ -39,16 +46,15 @@ def attempt_pods(obs: Observed, prog: Progress) -> list[Json]:
     """Pods of the current attempt (``prog``), the last try of each pod slot only."""
     wf_names = {v.name for v in prog.views}
     latest: dict[tuple[str, str], Json] = {}
-    pods = sorted(obs.pods, key=lambda p: str(p["metadata"].get("creationTimestamp") or ""))
+    pods = sorted(obs.pods, key=lambda p: Meta.of(p).creation_timestamp)
     for pod in pods:
-        meta = pod.get("metadata") or {}
-        lbls = meta.get("labels") or {}
-        wf = lbls.get(WORKFLOW_LABEL, "")
+        meta = Meta.of(pod)
+        wf = meta.label(WORKFLOW_LABEL)
         if wf not in wf_names:
             continue
-        node = str((meta.get("annotations") or {}).get(labels.ARGO_NODE_NAME) or meta.get("name"))
+        node = meta.annotation(labels.ARGO_NODE_NAME) or meta.name
         node = ATTEMPT_SUFFIX.sub("", node[len(wf) + 1 :] if node.startswith(wf + ".") else node)
-        latest[(lbls.get(labels.REPLICATED_JOB, ""), node)] = pod
+        latest[(meta.label(labels.REPLICATED_JOB), node)] = pod
     return list(latest.values())
 
 
@@ -60,19 +66,19 @@ def job_sizes(obs: Observed) -> dict[tuple[str, str], int]:
     """
     sizes: dict[tuple[str, str], int] = {}
     for wf in owned(obs.trainjob, obs.workflows):
-        templates = (wf.get("spec") or {}).get("templates") or []
+        templates = WorkflowBody.of(wf).templates
         rjob_of = {
             str(t.get("name")): rjob
             for t in templates
-            if (rjob := ((t.get("metadata") or {}).get("labels") or {}).get(labels.REPLICATED_JOB))
+            if (rjob := Meta.of(t).label(labels.REPLICATED_JOB))
         }
         counted: dict[tuple[str, str], int] = {}
         for tpl in templates:
-            for task in (tpl.get("dag") or {}).get("tasks") or []:
+            for task in list_at(tpl, "dag", "tasks"):
                 rjob = rjob_of.get(str(task.get("template")))
                 if rjob is None:
                     continue
-                params = (task.get("arguments") or {}).get("parameters") or []
+                params = list_at(task, "arguments", "parameters")
                 replica = next(
                     (str(p.get("value")) for p in params if p.get("name") == "replica"), "0"
                 )
@@ -94,7 +100,7 @@ def jobs_status(obs: Observed) -> list[Json]:
     deleted, and ready when ready + succeeded pods reach its size. Jobs of steps not reached
     yet do not exist, as JobSet creates a dependent replicatedJob's Jobs only when it may run.
     """
-    suspended_tj = bool((obs.trainjob.get("spec") or {}).get("suspend"))
+    suspended_tj = TrainJobBody.of(obs.trainjob).suspend
     zero = {"ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
     counts: dict[str, dict[str, int]] = {name: dict(zero) for name in replicated_jobs(obs)}
     sizes = job_sizes(obs)
@@ -102,37 +108,33 @@ def jobs_status(obs: Observed) -> list[Json]:
     failed_steps = _failed_steps(prog)
     jobs: dict[tuple[str, str], list[Json]] = {}
     for pod in attempt_pods(obs, prog):
-        lbls = (pod.get("metadata") or {}).get("labels") or {}
-        key = (
-            str(lbls.get(labels.REPLICATED_JOB, "")),
-            str(lbls.get(labels.JOBSET_JOB_INDEX, "0")),
-        )
+        meta = Meta.of(pod)
+        key = (meta.label(labels.REPLICATED_JOB), meta.label(labels.JOBSET_JOB_INDEX, "0"))
         if key[0] in counts:
             jobs.setdefault(key, []).append(pod)
     for (rjob, replica), pods in jobs.items():
         c = counts[rjob]
         size = max(sizes.get((rjob, replica), 0), len(pods))
-        phases = [(p.get("status") or {}).get("phase") for p in pods]
+        phases = [PodBody.of(p).phase for p in pods]
         succeeded = phases.count("Succeeded")
         if succeeded >= size:
             c["succeeded"] += 1
             continue
-        step = str(((pods[0].get("metadata") or {}).get("labels") or {}).get(labels.STEP, ""))
+        step = Meta.of(pods[0]).label(labels.STEP)
         if "Failed" in phases and (workflow_of(pods[0]), step) in failed_steps:
             c["failed"] += 1
             continue
         live = [
             p
             for p, phase in zip(pods, phases, strict=True)
-            if phase in ("Pending", "Running")
-            and not (p.get("metadata") or {}).get("deletionTimestamp")
+            if phase in ("Pending", "Running") and not PodBody.of(p).deleting
         ]
-        if suspended_tj or (live and all(_gated(p) for p in live)):
+        if suspended_tj or (live and all(PodBody.of(p).gated for p in live)):
             c["suspended"] += 1
             continue
         if live:
             c["active"] += 1
-        if succeeded + sum(1 for p in live if _ready(p)) >= size:
+        if succeeded + sum(1 for p in live if PodBody.of(p).ready) >= size:
             c["ready"] += 1
     return [{"name": name, **c} for name, c in counts.items()]
 
@@ -145,15 +147,3 @@ def _failed_steps(prog: Progress) -> set[tuple[str, str]]:
             if step.phase in FAILED or (v.terminal and step.phase != "Succeeded"):
                 out.add((v.name, name))
     return out
-
-
-def _gated(pod: Json) -> bool:
-    gates = (pod.get("spec") or {}).get("schedulingGates") or []
-    return any(g.get("name") == labels.KUEUE_ADMISSION_GATE for g in gates)
-
-
-def _ready(pod: Json) -> bool:
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return False

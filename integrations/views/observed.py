@@ -16,6 +16,7 @@ from typing import Any
 
 from trainweave import labels
 from trainweave.integrations.views.argo_view import FAILED, WorkflowView, step_groups, view
+from trainweave.integrations.views.bodies import Meta
 from trainweave.labels import StoppedFor
 
 Json = dict[str, Any]
@@ -95,22 +96,14 @@ class Progress:
 
 def owned(trainjob: Json, objs: tuple[Json, ...]) -> tuple[Json, ...]:
     """The objects whose controller ownerReference is this TrainJob (by UID)."""
-    uid = (trainjob.get("metadata") or {}).get("uid")
-    return tuple(
-        o
-        for o in objs
-        if any(
-            r.get("uid") == uid and r.get("controller")
-            for r in (o.get("metadata") or {}).get("ownerReferences") or []
-        )
-    )
+    uid = Meta.of(trainjob).uid
+    return tuple(o for o in objs if Meta.of(o).controlled_by(uid))
 
 
 def attempts_started(trainjob: Json) -> int:
     """The ``trainweave.io/attempts`` annotation (0 when never started)."""
-    ann = (trainjob.get("metadata") or {}).get("annotations") or {}
     try:
-        return max(0, int(ann.get(labels.ATTEMPTS_ANNOTATION, "0")))
+        return max(0, int(Meta.of(trainjob).annotation(labels.ATTEMPTS_ANNOTATION, "0")))
     except ValueError:
         return 0
 
@@ -129,10 +122,8 @@ def progress(obs: Observed) -> Progress:
 
 def group_of(pod: Json) -> str:
     """The pod's Kueue group (annotation first, as Kueue reads it)."""
-    meta = pod.get("metadata") or {}
-    ann = meta.get("annotations") or {}
-    lbl = meta.get("labels") or {}
-    return str(ann.get(labels.KUEUE_POD_GROUP_NAME) or lbl.get(labels.KUEUE_POD_GROUP_NAME) or "")
+    meta = Meta.of(pod)
+    return meta.annotation(labels.KUEUE_POD_GROUP_NAME) or meta.label(labels.KUEUE_POD_GROUP_NAME)
 
 
 def observed(

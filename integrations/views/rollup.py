@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from trainweave.integrations.views.bodies import TrainJobBody
 from trainweave.integrations.views.jobs_status import jobs_status
 from trainweave.integrations.views.observed import AttemptState, Observed, Progress
 from trainweave.integrations.views.times import format_time, parse_time
@@ -125,29 +126,29 @@ def set_condition(
 
 def deadline(trainjob: Json, conds: list[Json]) -> datetime | None:
     """When activeDeadlineSeconds runs out (None: no deadline, or suspended)."""
-    spec = trainjob.get("spec") or {}
-    seconds = spec.get("activeDeadlineSeconds")
-    if not seconds or spec.get("suspend"):
+    tj = TrainJobBody.of(trainjob)
+    seconds = tj.active_deadline_seconds
+    if not seconds or tj.suspend:
         return None
-    start = parse_time(str((trainjob.get("metadata") or {}).get("creationTimestamp") or ""))
+    start = parse_time(tj.meta.creation_timestamp)
     susp = condition(conds, ConditionType.SUSPENDED)
     if susp is not None and susp.get("status") == "False":
         start = parse_time(str(susp.get("lastTransitionTime") or "")) or start
-    return start + timedelta(seconds=int(seconds)) if start else None
+    return start + timedelta(seconds=seconds) if start else None
 
 
 def rollup(obs: Observed, now: datetime) -> Status:
     """The whole desired status. Pure."""
     tj = obs.trainjob
-    spec = tj.get("spec") or {}
-    current = [dict(c) for c in (tj.get("status") or {}).get("conditions") or []]
+    body = TrainJobBody.of(tj)
+    current = [dict(c) for c in body.conditions]
     jobs = jobs_status(obs)
     if is_finished(current):
-        return Status(current, jobs or _current_jobs(tj))
+        return Status(current, jobs or body.jobs_status)
     stamp = format_time(now)
     conds = current
     susp = condition(conds, ConditionType.SUSPENDED)
-    if spec.get("suspend"):
+    if body.suspend:
         conds = set_condition(
             conds, ConditionType.SUSPENDED, True, Reason.SUSPENDED, MSG_SUSPENDED, stamp
         )
@@ -166,19 +167,15 @@ def rollup(obs: Observed, now: datetime) -> Status:
         conds = set_condition(
             conds, ConditionType.COMPLETE, True, Reason.ALL_JOBS_COMPLETED, MSG_COMPLETE, stamp
         )
-    elif (
-        prog.state == AttemptState.FAILED
-        and spec.get("activeDeadlineSeconds")
-        and argo_deadline(prog)
-    ):
+    elif prog.state == AttemptState.FAILED and body.active_deadline_seconds and argo_deadline(prog):
         conds = set_condition(
             conds, ConditionType.FAILED, True, Reason.DEADLINE_EXCEEDED, MSG_DEADLINE, stamp
         )
         due = None
-    elif prog.state == AttemptState.FAILED and prog.exhausted and not spec.get("suspend"):
+    elif prog.state == AttemptState.FAILED and prog.exhausted and not body.suspend:
         _, detail = prog.latest.failure() if prog.latest else ("", "")
         slot = prog.latest.failed_slot() if prog.latest else ""
-        first = f" (first failed job: {meta_name(tj)}-{slot.rsplit('-', 1)[0]})" if slot else ""
+        first = f" (first failed job: {body.meta.name}-{slot.rsplit('-', 1)[0]})" if slot else ""
         if prog.max_restarts > 0:
             reason, head = Reason.REACHED_MAX_RESTARTS, MSG_MAX_RESTARTS
             detail = f"{detail}; reached maxRestarts={prog.max_restarts}"
@@ -189,10 +186,6 @@ def rollup(obs: Observed, now: datetime) -> Status:
     return Status(conds, jobs, due)
 
 
-def meta_name(obj: Json) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
-
-
 def argo_deadline(prog: Progress) -> bool:
     """Argo failed the Workflow on its own deadline (operator.go messages)."""
     wf = prog.latest
@@ -200,7 +193,3 @@ def argo_deadline(prog: Progress) -> bool:
         return False
     texts = [wf.message] + [s.message for s in wf.steps.values()]
     return any("exceeded its deadline" in t or "exceeded workflow deadline" in t for t in texts)
-
-
-def _current_jobs(tj: Json) -> list[Json]:
-    return list((tj.get("status") or {}).get("jobsStatus") or [])
