@@ -22,6 +22,14 @@ from typing import Any
 
 from trainweave import labels
 from trainweave.integrations.views import quota
+from trainweave.integrations.views.bodies import (
+    ClusterQueueBody,
+    LocalQueueBody,
+    Meta,
+    TrainJobBody,
+    WorkloadBody,
+    list_at,
+)
 from trainweave.integrations.views.observed import Observed
 from trainweave.integrations.views.reconcile import quota_records, state_of
 from trainweave.integrations.views.times import format_time, parse_time
@@ -98,21 +106,18 @@ class QueueRow:
     namespaces: tuple[NamespaceRow, ...] = field(default_factory=tuple)
 
 
-def _meta(obj: Json) -> Json:
-    return dict(obj.get("metadata") or {})
-
-
 def _quota_lines(cq: Json) -> tuple[QuotaLine, ...]:
+    body = ClusterQueueBody.of(cq)
     nominal: dict[tuple[str, str], str] = {}
-    for group in (cq.get("spec") or {}).get("resourceGroups") or []:
-        for flavor in group.get("flavors") or []:
-            for res in flavor.get("resources") or []:
+    for group in body.resource_groups:
+        for flavor in list_at(group, "flavors"):
+            for res in list_at(flavor, "resources"):
                 nominal[(str(flavor.get("name")), str(res.get("name")))] = str(
                     res.get("nominalQuota", "0")
                 )
     reserved: dict[tuple[str, str], str] = {}
-    for flavor in (cq.get("status") or {}).get("flavorsReservation") or []:
-        for res in flavor.get("resources") or []:
+    for flavor in body.flavors_reservation:
+        for res in list_at(flavor, "resources"):
             reserved[(str(flavor.get("name")), str(res.get("name")))] = str(res.get("total", "0"))
     keys = list(nominal) + [k for k in reserved if k not in nominal]
     return tuple(
@@ -126,16 +131,15 @@ def _records(
     """(namespace, Workload name) -> (TrainJob, its StepQuota) for every step Workload."""
     by_ns: dict[str, list[Json]] = defaultdict(list)
     for wl in cluster.workloads:
-        by_ns[str(_meta(wl).get("namespace", ""))].append(wl)
+        by_ns[Meta.of(wl).namespace].append(wl)
     wfs: dict[tuple[str, str], list[Json]] = defaultdict(list)
     for wf in cluster.workflows:
-        meta = _meta(wf)
-        tj_name = (meta.get("labels") or {}).get(labels.TRAINJOB, "")
-        wfs[(str(meta.get("namespace", "")), str(tj_name))].append(wf)
+        meta = Meta.of(wf)
+        wfs[(meta.namespace, meta.label(labels.TRAINJOB))].append(wf)
     out = {}
     for tj in cluster.trainjobs:
-        meta = _meta(tj)
-        ns, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+        meta = Meta.of(tj)
+        ns, name = meta.namespace, meta.name
         obs = Observed(tj, tuple(wfs[(ns, name)]), (), tuple(by_ns[ns]))
         for q in quota_records(obs, now):
             out[(ns, q.workload)] = (tj, q)
@@ -143,8 +147,8 @@ def _records(
 
 
 def _state(tj: Json) -> TrainJobState:
-    conds = list((tj.get("status") or {}).get("conditions") or [])
-    return state_of(conds, bool((tj.get("spec") or {}).get("suspend")))
+    body = TrainJobBody.of(tj)
+    return state_of(body.conditions, body.suspend)
 
 
 def queues_view(
@@ -154,25 +158,21 @@ def queues_view(
     per namespace: pipelines holding or waiting for its quota and other Workloads. With
     ``namespace`` / ``cluster_queue``, only those. Pure."""
     lq_cq = {
-        (str(_meta(lq).get("namespace", "")), str(_meta(lq).get("name", ""))): str(
-            (lq.get("spec") or {}).get("clusterQueue") or ""
-        )
-        for lq in cluster.local_queues
+        (lqb.meta.namespace, lqb.meta.name): lqb.cluster_queue
+        for lqb in map(LocalQueueBody.of, cluster.local_queues)
     }
     records = _records(cluster, now)
     live: dict[tuple[str, str], list[quota.StepQuota]] = defaultdict(list)
     for (ns, _), (tj, q) in records.items():
-        live[(ns, str(_meta(tj).get("name", "")))].append(q)
+        live[(ns, Meta.of(tj).name)].append(q)
     # (cq, ns) -> trainjob name -> rows; (cq, ns) -> [admitted, pending] of other Workloads
     steps: dict[tuple[str, str], dict[str, list[StepRow]]] = defaultdict(lambda: defaultdict(list))
     tjs: dict[tuple[str, str], Json] = {}
     others: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     for wl in cluster.workloads:
-        meta = _meta(wl)
-        ns, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
-        admission = (wl.get("status") or {}).get("admission") or {}
-        lq = str((wl.get("spec") or {}).get("queueName") or "")
-        cq = str(admission.get("clusterQueue") or lq_cq.get((ns, lq), UNKNOWN))
+        wlb = WorkloadBody.of(wl)
+        ns, name = wlb.meta.namespace, wlb.meta.name
+        cq = wlb.cluster_queue or lq_cq.get((ns, wlb.queue_name), UNKNOWN)
         found = records.get((ns, name))
         if found is None:
             q = quota.step_quota(wl, {}, now)
@@ -189,10 +189,10 @@ def queues_view(
             waited = q.wait_seconds
         else:
             continue  # finished: holds nothing
-        tj_name = str(_meta(tj).get("name", ""))
+        tj_name = Meta.of(tj).name
         steps[(cq, ns)][tj_name].append(StepRow(q, waited))
         tjs[(ns, tj_name)] = tj
-    cqs = {str(_meta(c).get("name", "")): c for c in cluster.cluster_queues}
+    cqs = {Meta.of(c).name: c for c in cluster.cluster_queues}
     names = sorted(set(cqs) | {cq for cq, _ in steps} | {cq for cq, _ in others} - {UNKNOWN})
     if UNKNOWN in {cq for cq, _ in steps} | {cq for cq, _ in others}:
         names.append(UNKNOWN)
@@ -213,7 +213,7 @@ def queues_view(
             pipelines = []
             for tj_name in sorted(by_tj):
                 tj = tjs[(ns, tj_name)]
-                ann = (_meta(tj).get("annotations") or {}).get(labels.QUOTA_ANNOTATION)
+                ann = Meta.of(tj).annotation(labels.QUOTA_ANNOTATION)
                 merged = quota.merge(quota.decode(ann), live[(ns, tj_name)])
                 total = float(quota.totals(merged)["gpuHours"])
                 ordered = sorted(by_tj[tj_name], key=lambda r: (r.waiting, r.quota.step))
@@ -224,13 +224,13 @@ def queues_view(
         if namespace and not rows:
             continue
         cq_obj = cqs.get(cq_name, {})
-        status = cq_obj.get("status") or {}
+        cqb = ClusterQueueBody.of(cq_obj)
         out.append(
             QueueRow(
                 name=cq_name,
-                cohort=str((cq_obj.get("spec") or {}).get("cohortName") or ""),
-                admitted=int(status.get("admittedWorkloads") or 0),
-                pending=int(status.get("pendingWorkloads") or 0),
+                cohort=cqb.cohort,
+                admitted=cqb.admitted_workloads,
+                pending=cqb.pending_workloads,
                 quota=_quota_lines(cq_obj),
                 namespaces=tuple(rows),
             )

@@ -33,6 +33,7 @@ from trainweave.integrations.views.argo_view import (
     view,
     workflow_of,
 )
+from trainweave.integrations.views.bodies import Meta, PodBody, TrainJobBody, WorkloadBody
 from trainweave.integrations.views.observed import (
     AttemptState,
     Observed,
@@ -80,20 +81,9 @@ class Actions:
     holding: tuple[quota.StepQuota, ...] = ()  # holding quota now (counter series made at 0)
 
 
-def _meta(obj: Json) -> Json:
-    return dict(obj.get("metadata") or {})
-
-
-def _terminal_pod(pod: Json) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
-
 def workload_finished(wl: Json) -> bool:
     """Kueue marked the Workload Finished."""
-    return any(
-        c.get("type") == "Finished" and c.get("status") == "True"
-        for c in (wl.get("status") or {}).get("conditions") or []
-    )
+    return WorkloadBody.of(wl).finished
 
 
 def state_of(conds: list[Json], suspended: bool) -> TrainJobState:
@@ -108,19 +98,20 @@ def state_of(conds: list[Json], suspended: bool) -> TrainJobState:
 def actions(obs: Observed, now: datetime) -> Actions:
     """Everything to do for ``obs.trainjob``. Pure."""
     tj = obs.trainjob
-    meta = _meta(tj)
-    ns, spec = str(meta["namespace"]), dict(tj.get("spec") or {})
-    if spec.get("managedBy") not in (None, "", labels.TRAINER_MANAGED_BY):
+    body = TrainJobBody.of(tj)
+    meta = body.meta
+    ns = meta.namespace
+    if body.managed_by not in ("", labels.TRAINER_MANAGED_BY):
         return Actions()  # another controller's (e.g. MultiKueue's), as Trainer leaves it alone
-    if meta.get("deletionTimestamp"):
+    if meta.deletion_timestamp:
         return Actions(requests=_stop_when_deleted(ns, obs))
-    current = list((tj.get("status") or {}).get("conditions") or [])
+    current = body.conditions
     desired = rollup(obs, now)
     prog = obs.progress
-    out = Actions(state=state_of(desired.conditions, bool(spec.get("suspend"))))
+    suspend = body.suspend
+    out = Actions(state=state_of(desired.conditions, suspend))
     finished = is_finished(desired.conditions)
     latest = prog.latest
-    suspend = bool(spec.get("suspend"))
     if finished:
         if latest and not latest.terminal and not latest.shutdown:
             out.requests.append(_stop(ns, latest, StoppedFor.FINISHED))
@@ -135,10 +126,10 @@ def actions(obs: Observed, now: datetime) -> Actions:
     out.leaked = tuple(q for q in records if q.state in quota.HOLDING and q.workload in done)
     out.holding = tuple(q for q in records if q.state in quota.HOLDING)
     want = desired.wire()
-    have = {k: (tj.get("status") or {}).get(k) for k in want}
+    have = {k: body.status.get(k) for k in want}
     if want and want != have:
         out.after_start.append(
-            api.merge_patch(api.TRAINJOB, ns, meta["name"], {"status": want}, "status")
+            api.merge_patch(api.TRAINJOB, ns, meta.name, {"status": want}, "status")
         )
     for cond in desired.conditions:
         if cond not in current and cond.get("status") == "True" and cond["type"] != "Suspended":
@@ -151,9 +142,8 @@ def actions(obs: Observed, now: datetime) -> Actions:
 
 
 def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Actions) -> None:
-    tj = obs.trainjob
-    meta = _meta(tj)
-    ns, name = str(meta["namespace"]), str(meta["name"])
+    meta = Meta.of(obs.trainjob)
+    ns, name = meta.namespace, meta.name
     latest = prog.latest
     if prog.started == 0:
         out.requests.append(_attempts(ns, name, 1))
@@ -175,7 +165,7 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Actions) -> No
         out.requests.append(_patch_wf(ns, latest.name, {"spec": {"suspend": None}}))
     if latest.stopped_for == StoppedFor.SUSPEND:
         live = _live_groups(obs, latest)
-        if latest.terminal and not live and all(_terminal_pod(p) for p in wf_pods):
+        if latest.terminal and not live and all(PodBody.of(p).terminal for p in wf_pods):
             finished = _finished_groups_to_rerun(obs, latest, prog.done_steps)
             if finished:  # the next segment re-uses these group names: Kueue would never
                 out.requests += finished  # admit its pods into a Finished Workload
@@ -197,38 +187,33 @@ def _finished_groups_to_rerun(
 ) -> list[api.Request]:
     """Deletes of the Finished Workloads of ``wf``'s steps that the next segment runs again (a
     step stopped with some of its pods done: Kueue finished its group)."""
-    ns = str(_meta(obs.trainjob)["namespace"])
+    ns = Meta.of(obs.trainjob).namespace
     groups = _step_groups_of(obs, wf)
     rerun = {g for g, info in groups.items() if info["step"] not in done_steps}
     return [
-        api.delete(api.WORKLOAD, ns, str(_meta(wl)["name"]), str(_meta(wl).get("uid", "")))
+        api.delete(api.WORKLOAD, ns, m.name, m.uid)
         for wl in obs.workloads
-        if _meta(wl).get("name") in rerun
-        and workload_finished(wl)
-        and not _meta(wl).get("deletionTimestamp")
+        if (m := Meta.of(wl)).name in rerun and workload_finished(wl) and not m.deletion_timestamp
     ]
 
 
 def _step_groups_of(obs: Observed, wf: WorkflowView) -> dict[str, Json]:
     """``step_groups`` of the observed Workflow ``wf`` views (none when it is gone)."""
-    raw = next((w for w in obs.workflows if _meta(w).get("name") == wf.name), None)
+    raw = next((w for w in obs.workflows if Meta.of(w).name == wf.name), None)
     return step_groups(raw) if raw is not None else {}
 
 
 def _live_groups(obs: Observed, wf: WorkflowView) -> list[str]:
     """The Workloads of ``wf``'s pod groups that Kueue has not finished."""
     groups = set(_step_groups_of(obs, wf))
-    return [
-        str(_meta(wl)["name"])
-        for wl in obs.workloads
-        if _meta(wl).get("name") in groups and not workload_finished(wl)
-    ]
+    names = (Meta.of(wl).name for wl in obs.workloads if not workload_finished(wl))
+    return [name for name in names if name in groups]
 
 
 def done_groups(obs: Observed, stop_all: bool) -> list[tuple[str, Json, WorkflowView]]:
     """(group, Workload, Workflow view) of step pod groups done for good whose Workload Kueue
     has not finished: the Workflow is terminal or stopped, the step failed, or ``stop_all``."""
-    by_name = {str(_meta(w)["name"]): w for w in obs.workloads}
+    by_name = {Meta.of(w).name: w for w in obs.workloads}
     mine = owned(obs.trainjob, obs.workflows)
     out = []
     for wf in mine:
@@ -248,23 +233,23 @@ def done_groups(obs: Observed, stop_all: bool) -> list[tuple[str, Json, Workflow
 
 def releases(obs: Observed, stop_all: bool) -> list[api.Request]:
     """Free the quota of step pod groups that are done for good (no quota leak)."""
-    ns = str(_meta(obs.trainjob)["namespace"])
+    ns = Meta.of(obs.trainjob).namespace
     out: list[api.Request] = []
     for group, wl, v in done_groups(obs, stop_all):
-        if _meta(wl).get("deletionTimestamp"):
+        if Meta.of(wl).deletion_timestamp:
             continue
         pods = [p for p in obs.pods if group_of(p) == group]
-        phases = {(p.get("status") or {}).get("phase") for p in pods}
+        phases = {PodBody.of(p).phase for p in pods}
         if pods and phases == {"Succeeded"}:
             continue  # Kueue finishes a fully succeeded group itself
-        uid = str(_meta(wl).get("uid", ""))
-        if v.stopped_for or not pods or not all(_terminal_pod(p) for p in pods):
+        uid = Meta.of(wl).uid
+        if v.stopped_for or not pods or not all(PodBody.of(p).terminal for p in pods):
             # a stopped step is re-run under the same group name: its Workload must go
             out.append(api.delete(api.WORKLOAD, ns, group, uid))
             continue
-        ann = [(_meta(p).get("annotations") or {}) for p in pods]
-        if not any(a.get(labels.KUEUE_RETRIABLE_IN_GROUP) == "false" for a in ann):
-            first = min(str(_meta(p)["name"]) for p in pods)
+        retriable = [Meta.of(p).annotation(labels.KUEUE_RETRIABLE_IN_GROUP) for p in pods]
+        if "false" not in retriable:
+            first = min(Meta.of(p).name for p in pods)
             patch = {"metadata": {"annotations": {labels.KUEUE_RETRIABLE_IN_GROUP: "false"}}}
             out.append(api.merge_patch(api.POD, ns, first, patch))
     return out
@@ -274,8 +259,8 @@ def workload_workflow(
     wl: Json, pods: tuple[Json, ...], workflows: tuple[Json, ...], group: str
 ) -> str:
     """Which Workflow a group Workload serves: its owner pods' Workflow, else the newest one."""
-    uids = {r.get("uid") for r in _meta(wl).get("ownerReferences") or []}
-    names = {workflow_of(p) for p in pods if _meta(p).get("uid") in uids}
+    uids = Meta.of(wl).owner_uids
+    names = {workflow_of(p) for p in pods if Meta.of(p).uid in uids}
     if len(names) == 1:
         return names.pop()
     having = [view(w) for w in workflows if group in step_groups(w)]
@@ -287,11 +272,11 @@ def workload_workflow(
 
 def orphan_releases(namespace: str, pods: list[Json], workloads: list[Json]) -> list[api.Request]:
     """TrainJob gone: delete the Workloads that hold its deleting pods (Kueue finalizer)."""
-    groups = {group_of(p) for p in pods if _meta(p).get("deletionTimestamp")}
+    groups = {group_of(p) for p in pods if Meta.of(p).deletion_timestamp}
     return [
-        api.delete(api.WORKLOAD, namespace, str(_meta(wl)["name"]), str(_meta(wl).get("uid", "")))
+        api.delete(api.WORKLOAD, namespace, m.name, m.uid)
         for wl in workloads
-        if _meta(wl).get("name") in groups and not _meta(wl).get("deletionTimestamp")
+        if (m := Meta.of(wl)).name in groups and not m.deletion_timestamp
     ]
 
 
@@ -303,21 +288,21 @@ def quota_records(obs: Observed, now: datetime) -> list[quota.StepQuota]:
         for group, g in step_groups(wf).items():
             info[group] = {**g, "attempt": attempt}
     return [
-        quota.step_quota(wl, info[str(_meta(wl)["name"])], now)
+        quota.step_quota(wl, info[name], now)
         for wl in obs.workloads
-        if _meta(wl).get("name") in info
+        if (name := Meta.of(wl).name) in info
     ]
 
 
 def _quota(obs: Observed, records: list[quota.StepQuota], now: datetime, out: Actions) -> None:
     tj = obs.trainjob
-    meta = _meta(tj)
-    old = quota.decode((meta.get("annotations") or {}).get(labels.QUOTA_ANNOTATION))
+    meta = Meta.of(tj)
+    old = quota.decode(meta.annotation(labels.QUOTA_ANNOTATION))
     merged = quota.merge(old, records)
     if quota.signature(merged) == quota.signature(old):
         return
     patch = {"metadata": {"annotations": {labels.QUOTA_ANNOTATION: quota.encode(merged)}}}
-    out.after_start.append(api.merge_patch(api.TRAINJOB, meta["namespace"], meta["name"], patch))
+    out.after_start.append(api.merge_patch(api.TRAINJOB, meta.namespace, meta.name, patch))
     out.metrics += quota.transitions(old, merged)
     before = {(q.workload, q.created): (q.state, q.reason) for q in old}
     for q in merged:
@@ -338,7 +323,7 @@ def _stop_when_deleted(ns: str, obs: Observed) -> list[api.Request]:
     each running Workflow first ends that (docs/engines.md). Other deletions are left alone: in
     the background the Workflows go after the TrainJob (and Argo stops with them); with
     ``orphan`` they are meant to keep running."""
-    if FOREGROUND not in (_meta(obs.trainjob).get("finalizers") or []):
+    if FOREGROUND not in Meta.of(obs.trainjob).finalizers:
         return []
     views = (view(wf) for wf in owned(obs.trainjob, obs.workflows))
     return [_stop(ns, v, StoppedFor.DELETED) for v in views if not v.terminal and not v.shutdown]
@@ -364,18 +349,18 @@ def event(
     obj: Json, kind: EventType, reason: EventReason | str, message: str, now: datetime
 ) -> api.Request:
     """A core/v1 Event about ``obj`` (``reason``: an EventReason or a condition's reason)."""
-    meta = _meta(obj)
+    meta = Meta.of(obj)
     stamp = format_time(now)
     body = {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+        "metadata": {"generateName": f"{meta.name}.", "namespace": meta.namespace},
         "involvedObject": {
             "apiVersion": obj.get("apiVersion"),
             "kind": obj.get("kind"),
-            "name": meta["name"],
-            "namespace": meta["namespace"],
-            "uid": meta.get("uid"),
+            "name": meta.name,
+            "namespace": meta.namespace,
+            "uid": meta.uid or None,  # null when absent
         },
         "type": kind.value,
         "reason": reason.value if isinstance(reason, EventReason) else reason,
@@ -387,4 +372,4 @@ def event(
         "lastTimestamp": stamp,
         "count": 1,
     }
-    return api.create(api.EVENT, str(meta["namespace"]), body)
+    return api.create(api.EVENT, meta.namespace, body)
