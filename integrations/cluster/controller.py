@@ -31,6 +31,7 @@ from trainweave.integrations.cluster.leader import LeaderElector
 from trainweave.integrations.cluster.metrics import Metrics, resource_of
 from trainweave.integrations.views import api, reconcile, slim
 from trainweave.integrations.views.argo_view import TERMINAL, step_groups
+from trainweave.integrations.views.bodies import Meta, WorkflowBody
 from trainweave.integrations.views.observed import Observed, group_of, observed
 from trainweave.labels import EventReason, EventType
 
@@ -60,13 +61,13 @@ def utcnow() -> datetime:
 
 
 def _tj_index(obj: Json) -> list[str]:
-    meta = obj.get("metadata") or {}
-    tj = (meta.get("labels") or {}).get(labels.TRAINJOB)
-    return [f"{meta.get('namespace')}/{tj}"] if tj else []
+    meta = Meta.of(obj)
+    tj = meta.label(labels.TRAINJOB)
+    return [f"{meta.namespace}/{tj}"] if tj else []
 
 
 def _group_index(obj: Json) -> list[str]:
-    ns = (obj.get("metadata") or {}).get("namespace")
+    ns = Meta.of(obj).namespace
     return [f"{ns}/{g}" for g in step_groups(obj)]
 
 
@@ -133,7 +134,7 @@ class Controller:
 
     def _enq_wf(self, obj: Json) -> None:
         """A Workflow changed; a finished one puts its TrainJob in the urgent lane."""
-        self._enq_child(obj, urgent=(obj.get("status") or {}).get("phase") in TERMINAL)
+        self._enq_child(obj, urgent=WorkflowBody.of(obj).phase in TERMINAL)
 
     def _enq_child(self, obj: Json, urgent: bool = False) -> None:
         for value in _tj_index(obj):
@@ -253,7 +254,7 @@ class Controller:
 
 def _rv(obj: Json) -> int:
     try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+        return int(Meta.of(obj).resource_version or 0)
     except ValueError:
         return 0
 

@@ -23,6 +23,7 @@ from trainweave import labels, sshkeys
 from trainweave.adapters import names, render
 from trainweave.errors import InputError, InputErrors
 from trainweave.integrations.views import api, reconcile
+from trainweave.integrations.views.bodies import Body, Meta, TrainJobBody, obj_at
 from trainweave.integrations.views.rollup import set_condition
 from trainweave.integrations.views.times import format_time
 from trainweave.labels import ConditionType, EventType, Reason
@@ -51,13 +52,13 @@ def adapters_renderer(default_queue: str | None = None) -> Renderer:
 
 
 def _input(doc: Json) -> Json:
-    meta = doc.get("metadata") or {}
+    body = Body.of(doc)
     keep = ("name", "namespace", "uid", "labels", "annotations")
     return {
         "apiVersion": doc.get("apiVersion"),
         "kind": doc.get("kind"),
-        "metadata": {k: meta[k] for k in keep if k in meta},
-        "spec": doc.get("spec") or {},
+        "metadata": {k: body.meta.raw[k] for k in keep if k in body.meta.raw},
+        "spec": body.spec,
     }
 
 
@@ -117,15 +118,15 @@ class Executor:
         ns = str(meta["namespace"])
         try:
             cm = self.send(api.get(api.CONFIGMAP, ns, names.snapshot_name(meta["name"])))
-            owners = {r.get("uid") for r in cm["metadata"].get("ownerReferences") or []}
-            text = (cm.get("data") or {}).get(labels.RUNTIME_SNAPSHOT_KEY)
+            owners = Meta.of(cm).owner_uids
+            text = obj_at(cm, "data").get(labels.RUNTIME_SNAPSHOT_KEY)
             if text and meta["uid"] in owners:
                 snap: Json = yaml.safe_load(text)
                 return snap
         except api.ApiError as err:
             if not err.not_found:
                 raise
-        ref = (trainjob.get("spec") or {}).get("runtimeRef") or {}
+        ref = TrainJobBody.of(trainjob).runtime_ref
         kind = str(ref.get("kind") or "ClusterTrainingRuntime")
         name = str(ref.get("name") or "")
         rkind = api.TRAINING_RUNTIME if kind == "TrainingRuntime" else api.CLUSTER_TRAINING_RUNTIME
@@ -160,8 +161,7 @@ class Executor:
             # SSH Secret of this name is taken as the one an earlier reconcile created.
             return
         existing = self.send(api.get(kind, meta["namespace"], meta["name"]))
-        refs = existing["metadata"].get("ownerReferences") or []
-        if not any(r.get("uid") == owner_uid and r.get("controller") for r in refs):
+        if not Meta.of(existing).controlled_by(owner_uid):
             raise api.ApiError(
                 409,
                 "AlreadyExists",
@@ -174,7 +174,7 @@ class Executor:
     def _fail(self, trainjob: Json, reason: Reason, message: str) -> None:
         meta = trainjob["metadata"]
         now = self.now()
-        conds = list((trainjob.get("status") or {}).get("conditions") or [])
+        conds = TrainJobBody.of(trainjob).conditions
         stamp = format_time(now)
         conds = set_condition(conds, ConditionType.FAILED, True, reason, message, stamp)
         self._send(

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from trainweave import labels
 from trainweave.integrations.views import api, queues_view, quota
 from trainweave.integrations.views.argo_view import step_groups, view
+from trainweave.integrations.views.bodies import Meta, TrainJobBody, list_at
 from trainweave.integrations.views.observed import Observed, observed, owned
 from trainweave.integrations.views.reconcile import quota_records
 
@@ -37,8 +38,8 @@ def observe(send: api.Send, namespace: str, name: str) -> Observed:
 
     return observed(
         send(api.get(api.TRAINJOB, namespace, name)),
-        send(api.list_(api.WORKFLOW, namespace, sel)).get("items") or [],
-        send(api.list_(api.POD, namespace, sel)).get("items") or [],
+        list_at(send(api.list_(api.WORKFLOW, namespace, sel)), "items"),
+        list_at(send(api.list_(api.POD, namespace, sel)), "items"),
         workload,
     )
 
@@ -46,16 +47,17 @@ def observe(send: api.Send, namespace: str, name: str) -> Observed:
 def render(obs: Observed, now: datetime, out: TextIO) -> None:
     """Print the status report of ``obs``."""
     tj = obs.trainjob
-    meta = tj["metadata"]
-    conds = (tj.get("status") or {}).get("conditions") or []
+    body = TrainJobBody.of(tj)
+    meta = body.meta
+    conds = body.conditions
     state = conds[-1]["type"] if conds else "Created"
     prog = obs.progress
-    out.write(f"TrainJob {meta['namespace']}/{meta['name']}  state: {state}  ")
+    out.write(f"TrainJob {meta.namespace}/{meta.name}  state: {state}  ")
     out.write(f"attempt: {prog.attempt + 1} (maxRestarts {prog.max_restarts})\n")
     for c in conds:
         out.write(f"  {c['type']}={c['status']} {c.get('reason', '')}: {c.get('message', '')}\n")
     live = {q.workload: q for q in quota_records(obs, now)}
-    ann = (meta.get("annotations") or {}).get(labels.QUOTA_ANNOTATION)
+    ann = meta.annotation(labels.QUOTA_ANNOTATION)
     records = quota.merge(quota.decode(ann), live.values())
     by_group = {q.workload: q for q in records}
     rows = [
@@ -89,7 +91,7 @@ def render(obs: Observed, now: datetime, out: TextIO) -> None:
     out.write(
         f"total admission wait: {quota.format_duration(tot['waitSeconds'])}  GPU-hours: {tot['gpuHours']:.3f}\n"
     )
-    for js in (tj.get("status") or {}).get("jobsStatus") or []:
+    for js in body.jobs_status:
         out.write(
             f"  job {js['name']}: active={js['active']} ready={js['ready']} "
             f"succeeded={js['succeeded']} failed={js['failed']} suspended={js['suspended']}\n"
@@ -117,8 +119,8 @@ def list_all(send: api.Send, kind: api.Kind, namespace: str = "", selector: str 
     while True:
         params = {"limit": "500"} | ({"continue": cont} if cont else {})
         page = send(api.list_(kind, namespace, selector, **params))
-        items += page.get("items") or []
-        cont = (page.get("metadata") or {}).get("continue") or ""
+        items += list_at(page, "items")
+        cont = Meta.of(page).continue_token
         if not cont:
             return items
 

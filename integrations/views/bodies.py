@@ -4,7 +4,7 @@ The dicts stay the data (``Observed``, the informer caches and the slim transfor
 as the API sent them); a view is built where a field is read, ``PodBody.of(pod).phase``, and
 reads through to the dict, so an absent or ``null`` field gives the default written below
 (``""``, ``False``, ``0``, ``None``, an empty mapping or tuple) instead of a
-``(obj.get("metadata") or {}).get(...) or {}`` chain. ``obj_at`` / ``list_at`` walk any other
+chain of ``.get`` calls each defaulted with ``or {}``. ``obj_at`` / ``list_at`` walk any other
 path the same way (a Workflow template's ``dag.tasks``, a task's ``arguments.parameters``).
 
 Wire field -> attribute (``Body`` gives the first group on every view):
@@ -15,7 +15,7 @@ Wire field -> attribute (``Body`` gives the first group on every view):
 - ``Meta``: ``metadata.name`` / ``namespace`` / ``uid`` / ``resourceVersion`` /
   ``creationTimestamp`` / ``deletionTimestamp`` -> ``name`` / ``namespace`` / ``uid`` /
   ``resource_version`` / ``creation_timestamp`` / ``deletion_timestamp`` (``""`` when
-  absent); ``labels`` / ``annotations`` -> mappings (``{}``); ``label(key)`` /
+  absent), a list's ``metadata.continue`` -> ``continue_token`` (``""``); ``labels`` / ``annotations`` -> mappings (``{}``); ``label(key)`` /
   ``annotation(key)`` -> the value as a string, ``default`` (``""``) when the key is absent;
   ``ownerReferences`` -> ``owner_references`` (tuple of dicts), their uids -> ``owner_uids``,
   a controller reference to a uid -> ``controlled_by(uid)``; ``finalizers`` -> a tuple
@@ -115,6 +115,11 @@ class Meta:
     def deletion_timestamp(self) -> str:
         """``metadata.deletionTimestamp`` (``""``: not being deleted)."""
         return _str(self.raw.get("deletionTimestamp"))
+
+    @property
+    def continue_token(self) -> str:
+        """``metadata.continue`` of a list (``""``: the last page)."""
+        return _str(self.raw.get("continue"))
 
     @property
     def labels(self) -> Mapping[str, Any]:
