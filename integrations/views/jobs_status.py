@@ -75,14 +75,14 @@ def job_sizes(obs: Observed) -> dict[tuple[str, str], int]:
         counted: dict[tuple[str, str], int] = {}
         for tpl in templates:
             for task in list_at(tpl, "dag", "tasks"):
-                rjob = rjob_of.get(str(task.get("template")))
-                if rjob is None:
+                job = rjob_of.get(str(task.get("template")))
+                if job is None:
                     continue
                 params = list_at(task, "arguments", "parameters")
                 replica = next(
                     (str(p.get("value")) for p in params if p.get("name") == "replica"), "0"
                 )
-                counted[(rjob, replica)] = counted.get((rjob, replica), 0) + 1
+                counted[(job, replica)] = counted.get((job, replica), 0) + 1
         for key, n in counted.items():
             sizes[key] = max(sizes.get(key, 0), n)
     return sizes
