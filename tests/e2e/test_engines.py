@@ -10,7 +10,7 @@ import ipaddress
 import json
 import os
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
@@ -80,7 +80,7 @@ def podsets(wl: dict[str, Any]) -> list[int]:
 
 def now_floor() -> datetime:
     """Now, rounded down to the second (API timestamps have second precision)."""
-    return datetime.now(timezone.utc).replace(microsecond=0)
+    return datetime.now(UTC).replace(microsecond=0)
 
 
 def wf_message(wf: dict[str, Any]) -> str:
