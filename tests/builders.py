@@ -9,6 +9,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainweave.model import Job, RetryPolicy
+
 Json = dict[str, Any]
 API = "trainer.kubeflow.org/v1alpha1"
 
@@ -108,3 +110,17 @@ def make_trainjob(
         "metadata": {"name": name, "namespace": "ml"},
         "spec": {"runtimeRef": {"name": runtime, "kind": kind}, **spec},
     }
+
+
+def model_job(name: str, pods: int, resources: Json, image: str = "x", **spec: Any) -> Job:
+    """A ``model.Job`` of ``pods`` pods, one container ``name`` with ``resources`` (the
+    container's ``resources`` field), no retries; ``spec`` adds pod spec fields."""
+    pod: Json = {"containers": [{"name": name, "image": image, "resources": resources}], **spec}
+    return Job(
+        name=name,
+        ancestor=None,
+        replicas=1,
+        pods_per_replica=pods,
+        pod_template={"metadata": {}, "spec": pod},
+        retry=RetryPolicy(budget=0),
+    )

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.builders import model_job
 from tests.versions import ARGO_VERSION
 from trainweave.adapters import names
 from trainweave.adapters.kueue import workloads
@@ -25,7 +26,7 @@ from trainweave.adapters.kueue.rolehash import (
     shape_json,
 )
 from trainweave.labels import StepRole
-from trainweave.model import Job, Pipeline, RetryPolicy, Step
+from trainweave.model import Job, Pipeline, Step
 from trainweave.quantity import canonical_quantity
 
 Json = dict[str, Any]
@@ -258,18 +259,7 @@ def test_canonical_quantity_matches_go(value: str, expected: str) -> None:
 
 
 def _job(name: str, pods: int, requests: dict[str, str], **spec: Any) -> Job:
-    pod = {
-        "containers": [{"name": name, "image": f"{name}:1", "resources": {"requests": requests}}]
-    }
-    pod.update(spec)
-    return Job(
-        name=name,
-        ancestor=None,
-        replicas=1,
-        pods_per_replica=pods,
-        pod_template={"metadata": {}, "spec": pod},
-        retry=RetryPolicy(budget=0),
-    )
+    return model_job(name, pods, {"requests": requests}, image=f"{name}:1", **spec)
 
 
 def _pipeline(*steps: Step, attempt: int = 0) -> Pipeline:

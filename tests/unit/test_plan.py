@@ -7,25 +7,17 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from tests.builders import model_job
 from trainweave.adapters.kueue.workloads import Fit, format_plan, plan, plan_errors, plan_exit_code
 from trainweave.labels import StepRole
-from trainweave.model import Job, Pipeline, RetryPolicy, Step
+from trainweave.model import Job, Pipeline, Step
 from trainweave.queues import QueueSet, parse_queues
 
 Json = dict[str, Any]
 
 
 def _job(name: str, pods: int, requests: dict[str, str], **spec: Any) -> Job:
-    pod: Json = {"containers": [{"name": name, "image": "x", "resources": {"limits": requests}}]}
-    pod.update(spec)
-    return Job(
-        name=name,
-        ancestor=None,
-        replicas=1,
-        pods_per_replica=pods,
-        pod_template={"metadata": {}, "spec": pod},
-        retry=RetryPolicy(budget=0),
-    )
+    return model_job(name, pods, {"limits": requests}, **spec)
 
 
 def _step(name: str, queue: str, job: Job, *deps: str, role: StepRole = StepRole.AUXILIARY) -> Step:
