@@ -193,16 +193,3 @@ def delete(kind: Kind, namespace: str, name: str, uid: str = "") -> Request:
     if uid:
         body["preconditions"] = {"uid": uid}
     return Request("DELETE", kind.path(namespace, name), body=body)
-
-
-def owner_reference(obj: Json, controller: bool = True) -> Json:
-    """An ownerReference to ``obj`` (controller, blocking owner deletion)."""
-    meta = obj["metadata"]
-    return {
-        "apiVersion": obj["apiVersion"],
-        "kind": obj["kind"],
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": controller,
-        "blockOwnerDeletion": True,
-    }
