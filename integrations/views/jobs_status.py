@@ -91,14 +91,14 @@ def job_sizes(obs: Observed) -> dict[tuple[str, str], int]:
 def jobs_status(obs: Observed) -> list[Json]:
     """One ``{name, ready, succeeded, failed, active, suspended}`` per replicatedJob, in Jobs.
 
-    As JobSet v0.12 ``calculateReplicatedJobStatuses`` counts child Jobs; a Job here is the
-    pods of one replica (label ``jobset.sigs.k8s.io/job-index``), last try of each pod:
-    succeeded when all its pods succeeded; failed when a pod failed and its step failed for
-    good (a failed pod Argo is about to retry leaves the Job running, as a Job's backoff does);
-    otherwise suspended when the TrainJob is suspended or all its live pods wait at Kueue's
-    admission gate (a Kueue-suspended Job), active when a pod is Pending/Running and not being
-    deleted, and ready when ready + succeeded pods reach its size. Jobs of steps not reached
-    yet do not exist, as JobSet creates a dependent replicatedJob's Jobs only when it may run.
+    A Job (one replica's pods, last try each) counts, as JobSet v0.12
+    ``calculateReplicatedJobStatuses`` counts child Jobs, as:
+    - succeeded: all its pods succeeded;
+    - failed: a pod failed and its step failed for good (a pod Argo will retry is a Job backing off);
+    - suspended: the TrainJob is suspended, or all its live pods wait at Kueue's admission gate;
+    - active: a pod Pending/Running and not being deleted; ready: ready + succeeded pods reach
+      its size.
+    A step not reached yet has no Jobs, as JobSet creates a dependent replicatedJob's Jobs late.
     """
     suspended_tj = TrainJobBody.of(obs.trainjob).suspend
     zero = {"ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
