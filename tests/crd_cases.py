@@ -29,6 +29,10 @@ class CrdCase:
     edit: Callable[[Json], None]
     field: str
     rule: str  # what in the CRD refuses it
+    # set when the API's refusal names no field, only says this: a CEL rule on the whole object
+    # (field "<nil>"), or Kueue's mutating TrainJob webhook, which decodes the object before the
+    # schema runs
+    unnamed: str = ""
 
 
 def base() -> Json:
@@ -68,9 +72,11 @@ def _drop(path: str) -> Callable[[Json], None]:
 
 CASES = [
     CrdCase("name-leading-digit", _set("metadata.name", "9lives"), "metadata.name",
-            "CEL self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')"),
+            "CEL self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+            unnamed="metadata.name must match RFC 1035 DNS label format"),
     CrdCase("name-64-characters", _set("metadata.name", "a" * 64), "metadata.name",
-            "CEL size(self.metadata.name) <= 63"),
+            "CEL size(self.metadata.name) <= 63",
+            unnamed="metadata.name must be no more than 63 characters"),
     CrdCase("deadline-zero", _set("spec.activeDeadlineSeconds", 0),
             "spec.activeDeadlineSeconds", "minimum: 1"),
     CrdCase("deadline-a-string", _set("spec.activeDeadlineSeconds", "1d"),
@@ -95,6 +101,7 @@ CASES = [
             "no such field (fieldValidation=Strict)"),
     CrdCase("suspend-a-string", _set("spec.suspend", "yes"), "spec.suspend", "type: boolean"),
     CrdCase("cpu-not-a-quantity", _set("spec.trainer.resourcesPerNode.requests.cpu", "abc"),
-            "spec.trainer.resourcesPerNode.requests.cpu", "int-or-string quantity pattern"),
+            "spec.trainer.resourcesPerNode.requests.cpu", "int-or-string quantity pattern",
+            unnamed="quantities must match the regular expression"),
     CrdCase("no-runtime-ref", _drop("spec.runtimeRef"), "spec.runtimeRef", "required"),
 ]  # fmt: skip
