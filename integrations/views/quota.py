@@ -14,6 +14,7 @@ gone (released or garbage-collected): their last record stays, marked
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -25,12 +26,22 @@ from trainweave.quantity import QuantityError, is_gpu, parse
 
 Json = dict[str, Any]
 
-PENDING = "Pending"
-RESERVED = "QuotaReserved"
-ADMITTED = "Admitted"
-EVICTED = "Evicted"
-FINISHED = "Finished"
-RELEASED = "Released"
+
+class QuotaState(enum.StrEnum):
+    """Where a step Workload stands with its quota: its Kueue condition that is True (in the
+    order Finished, Admitted, QuotaReserved, Evicted), else Pending; Released once the
+    Workload is gone (its record kept in the ``trainweave.io/quota`` annotation)."""
+
+    PENDING = "Pending"
+    RESERVED = "QuotaReserved"
+    ADMITTED = "Admitted"
+    EVICTED = "Evicted"
+    FINISHED = "Finished"
+    RELEASED = "Released"
+
+
+PENDING, RESERVED, ADMITTED = QuotaState.PENDING, QuotaState.RESERVED, QuotaState.ADMITTED
+EVICTED, FINISHED, RELEASED = QuotaState.EVICTED, QuotaState.FINISHED, QuotaState.RELEASED
 HOLDING = frozenset({RESERVED, ADMITTED})
 WAITING = frozenset({PENDING, EVICTED})
 # Waits that no amount of waiting ends: the LocalQueue or ClusterQueue is missing or inactive,
@@ -62,7 +73,7 @@ class StepQuota:
     attempt: int = 0
     queue: str = ""
     cluster_queue: str = ""
-    state: str = PENDING
+    state: QuotaState = PENDING
     reason: str = ""  # Kueue's QuotaReserved=False reason while waiting
     message: str = ""
     flavors: dict[str, str] = field(default_factory=dict)
@@ -213,6 +224,9 @@ def decode(value: str | None) -> list[StepQuota]:
         out = []
         for raw in doc.get("steps") or []:
             kw = {_snake(k): v for k, v in raw.items() if _snake(k) in fields}
+            if kw.get("state", PENDING) not in set(QuotaState):
+                continue  # a state this version does not know (a newer writer): not counted
+            kw["state"] = QuotaState(kw.get("state", PENDING))
             out.append(StepQuota(**kw))
         return out
     except (ValueError, TypeError, AttributeError):

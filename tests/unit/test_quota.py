@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -136,3 +137,14 @@ def test_totals_by_cluster_queue() -> None:
     tot = quota.totals(recs)
     assert tot["resourceSeconds"] == {"cpu-cq": {"cpu": 60.0}, "gpu-cq": {"nvidia.com/gpu": 3600.0}}
     assert tot["gpuHours"] == pytest.approx(1.0)
+
+
+def test_decode_reads_states_as_the_enum_and_skips_unknown_ones() -> None:
+    """A record whose state this version does not know (written by a newer one) is left out;
+    the others still count."""
+    text = json.dumps(
+        {"steps": [{"workload": "a", "state": "Admitted"}, {"workload": "b", "state": "Parked"}]}
+    )
+    (record,) = quota.decode(text)
+    assert (record.workload, record.state) == ("a", quota.QuotaState.ADMITTED)
+    assert record.state in quota.HOLDING

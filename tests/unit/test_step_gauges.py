@@ -88,7 +88,7 @@ def test_gauges_follow_each_reconcile_and_go_with_the_trainjob() -> None:
         "ft-trainer-a0", step="trainer", queue="gpu", created="2026-11-01T10:02:00Z"
     )
     leaked = quota.StepQuota(
-        "ft-init-a0", step="init", queue="cpu", cluster_queue="cpu-cq", state="Admitted"
+        "ft-init-a0", step="init", queue="cpu", cluster_queue="cpu-cq", state=quota.ADMITTED
     )
     m.set_steps("ns/ft", [waiting], [leaked])
     m.set_steps("ns/other", [waiting], [])
