@@ -3,6 +3,8 @@
 .PHONY: engines cluster-up cluster-down cluster-status e2e chaos node-up node-down e2e-real kind-up kind-down
 
 E2E_PYTEST_ARGS ?=
+# the slowest tests, printed at the end of every e2e run (where the 30-minute warm CI goes)
+E2E_DURATIONS ?= --durations=12
 
 ## Build the pinned engines (hack/versions.env) into the user cache; no-op when already built.
 engines:
@@ -25,9 +27,9 @@ cluster-status: venv
 ## With KUBECONFIG_E2E=<path> (e.g. from kind-up) the tests run against that cluster instead.
 e2e: venv
 ifeq ($(KUBECONFIG_E2E),)
-	$(PY) hack/cluster.py with -- $(PY) -m pytest -m e2e tests/e2e $(E2E_PYTEST_ARGS)
+	$(PY) hack/cluster.py with -- $(PY) -m pytest -m e2e tests/e2e $(E2E_DURATIONS) $(E2E_PYTEST_ARGS)
 else
-	TRAINWEAVE_KUBECONFIG=$(KUBECONFIG_E2E) $(PY) -m pytest -m e2e tests/e2e $(E2E_PYTEST_ARGS)
+	TRAINWEAVE_KUBECONFIG=$(KUBECONFIG_E2E) $(PY) -m pytest -m e2e tests/e2e $(E2E_DURATIONS) $(E2E_PYTEST_ARGS)
 endif
 
 ## The chaos suite at full size: tests/e2e/test_chaos.py ten times over (200 pipelines, 50
