@@ -45,7 +45,7 @@ reads directly.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -69,6 +69,17 @@ def list_at(obj: Mapping[str, Any] | None, *path: str) -> list[Any]:
     *head, last = path
     found = obj_at(obj, *head).get(last) if path else None
     return list(found) if found else []
+
+
+def condition(conds: Iterable[Json], ctype: str) -> Json | None:
+    """The first condition of type ``ctype`` in a ``status.conditions`` list, if any."""
+    return next((c for c in conds if c.get("type") == ctype), None)
+
+
+def condition_true(conds: Iterable[Json], ctype: str) -> bool:
+    """The condition of type ``ctype`` is there and True."""
+    found = condition(conds, ctype)
+    return found is not None and found.get("status") == "True"
 
 
 def _str(value: Any) -> str:
@@ -196,7 +207,7 @@ class Body:
 
     def condition_true(self, ctype: str) -> bool:
         """The condition of type ``ctype`` is there and True."""
-        return any(c.get("type") == ctype and c.get("status") == "True" for c in self.conditions)
+        return condition_true(self.conditions, ctype)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from trainweave.integrations.views.bodies import WorkloadBody, condition
 from trainweave.integrations.views.times import parse_time
 from trainweave.quantity import QuantityError, is_gpu, parse
 
@@ -91,13 +92,6 @@ class StepQuota:
         return sum(v for k, v in self.resource_seconds.items() if is_gpu(k)) / 3600
 
 
-def _condition(workload: Json, ctype: str) -> Json | None:
-    for cond in (workload.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == ctype:
-            return dict(cond)
-    return None
-
-
 def _true(cond: Json | None) -> bool:
     return cond is not None and cond.get("status") == "True"
 
@@ -114,10 +108,11 @@ def step_quota(workload: Json, info: Mapping[str, Any], now: datetime) -> StepQu
     meta = workload.get("metadata") or {}
     status = workload.get("status") or {}
     admission = status.get("admission") or {}
-    reserved = _condition(workload, "QuotaReserved")
-    finished = _condition(workload, "Finished")
-    admitted = _condition(workload, "Admitted")
-    evicted = _condition(workload, "Evicted")
+    conds = WorkloadBody.of(workload).conditions
+    reserved = condition(conds, "QuotaReserved")
+    finished = condition(conds, "Finished")
+    admitted = condition(conds, "Admitted")
+    evicted = condition(conds, "Evicted")
     flavors: dict[str, str] = {}
     usage: dict[str, Any] = {}
     for psa in admission.get("podSetAssignments") or []:
@@ -224,9 +219,10 @@ def decode(value: str | None) -> list[StepQuota]:
         out = []
         for raw in doc.get("steps") or []:
             kw = {_snake(k): v for k, v in raw.items() if _snake(k) in fields}
-            if kw.get("state", PENDING) not in set(QuotaState):
+            try:
+                kw["state"] = QuotaState(kw.get("state", PENDING))
+            except ValueError:
                 continue  # a state this version does not know (a newer writer): not counted
-            kw["state"] = QuotaState(kw.get("state", PENDING))
             out.append(StepQuota(**kw))
         return out
     except (ValueError, TypeError, AttributeError):

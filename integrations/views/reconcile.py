@@ -33,7 +33,13 @@ from trainweave.integrations.views.argo_view import (
     view,
     workflow_of,
 )
-from trainweave.integrations.views.bodies import Meta, PodBody, TrainJobBody, WorkloadBody
+from trainweave.integrations.views.bodies import (
+    Meta,
+    PodBody,
+    TrainJobBody,
+    WorkloadBody,
+    condition_true,
+)
 from trainweave.integrations.views.observed import (
     AttemptState,
     Observed,
@@ -41,7 +47,7 @@ from trainweave.integrations.views.observed import (
     group_of,
     owned,
 )
-from trainweave.integrations.views.rollup import condition_true, is_finished, rollup
+from trainweave.integrations.views.rollup import is_finished, rollup
 from trainweave.integrations.views.times import format_time
 from trainweave.labels import (
     ConditionType,
@@ -79,11 +85,6 @@ class Actions:
     waiting: tuple[quota.StepQuota, ...] = ()  # step Workloads waiting for quota (gauge)
     leaked: tuple[quota.StepQuota, ...] = ()  # holding quota though done for good (gauge)
     holding: tuple[quota.StepQuota, ...] = ()  # holding quota now (counter series made at 0)
-
-
-def workload_finished(wl: Json) -> bool:
-    """Kueue marked the Workload Finished."""
-    return WorkloadBody.of(wl).finished
 
 
 def state_of(conds: list[Json], suspended: bool) -> TrainJobState:
@@ -193,7 +194,9 @@ def _finished_groups_to_rerun(
     return [
         api.delete(api.WORKLOAD, ns, m.name, m.uid)
         for wl in obs.workloads
-        if (m := Meta.of(wl)).name in rerun and workload_finished(wl) and not m.deletion_timestamp
+        if (m := Meta.of(wl)).name in rerun
+        and WorkloadBody.of(wl).finished
+        and not m.deletion_timestamp
     ]
 
 
@@ -206,7 +209,7 @@ def _step_groups_of(obs: Observed, wf: WorkflowView) -> dict[str, Json]:
 def _live_groups(obs: Observed, wf: WorkflowView) -> list[str]:
     """The Workloads of ``wf``'s pod groups that Kueue has not finished."""
     groups = set(_step_groups_of(obs, wf))
-    names = (Meta.of(wl).name for wl in obs.workloads if not workload_finished(wl))
+    names = (Meta.of(wl).name for wl in obs.workloads if not WorkloadBody.of(wl).finished)
     return [name for name in names if name in groups]
 
 
@@ -220,7 +223,7 @@ def done_groups(obs: Observed, stop_all: bool) -> list[tuple[str, Json, Workflow
         v = view(wf)
         for group, info in step_groups(wf).items():
             wl = by_name.get(group)
-            if wl is None or workload_finished(wl):
+            if wl is None or WorkloadBody.of(wl).finished:
                 continue
             if workload_workflow(wl, obs.pods, mine, group) != v.name:
                 continue  # the group name is reused by a later segment: not this Workflow's
@@ -338,10 +341,9 @@ def _patch_wf(ns: str, name: str, patch: Json) -> api.Request:
     return api.merge_patch(api.WORKFLOW, ns, name, patch)
 
 
-def _stop(ns: str, wf: WorkflowView, why: StoppedFor | str) -> api.Request:
-    """Argo's ``shutdown: Stop``, annotated with why (``job-failed/<job>`` names the job)."""
-    value = why.value if isinstance(why, StoppedFor) else why
-    patch = {"metadata": {"annotations": {labels.STOPPED_FOR: value}}, "spec": {"shutdown": "Stop"}}
+def _stop(ns: str, wf: WorkflowView, why: str) -> api.Request:
+    """Argo's ``shutdown: Stop``, annotated with why: a ``StoppedFor``, or ``job-failed/<job>``."""
+    patch = {"metadata": {"annotations": {labels.STOPPED_FOR: why}}, "spec": {"shutdown": "Stop"}}
     return _patch_wf(ns, wf.name, patch)
 
 
@@ -362,8 +364,8 @@ def event(
             "namespace": meta.namespace,
             "uid": meta.uid or None,  # null when absent
         },
-        "type": kind.value,
-        "reason": reason.value if isinstance(reason, EventReason) else reason,
+        "type": kind,
+        "reason": reason,
         "message": message[:1000],
         "source": {"component": COMPONENT},
         "reportingComponent": COMPONENT,

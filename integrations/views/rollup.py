@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from trainweave.integrations.views.bodies import TrainJobBody
+from trainweave.integrations.views.bodies import TrainJobBody, condition, condition_true
 from trainweave.integrations.views.jobs_status import jobs_status
 from trainweave.integrations.views.observed import AttemptState, Observed, Progress
 from trainweave.integrations.views.times import format_time, parse_time
@@ -53,20 +53,6 @@ class Status:
         if self.jobs_status:
             out["jobsStatus"] = self.jobs_status
         return out
-
-
-def condition(conds: list[Json], ctype: ConditionType) -> Json | None:
-    """The condition of type ``ctype``, if any."""
-    for c in conds:
-        if c.get("type") == ctype.value:
-            return c
-    return None
-
-
-def condition_true(conds: list[Json], ctype: ConditionType) -> bool:
-    """The condition of type ``ctype`` is there and True."""
-    found = condition(conds, ctype)
-    return found is not None and found.get("status") == "True"
 
 
 def is_finished(conds: list[Json]) -> bool:
