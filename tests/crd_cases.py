@@ -48,24 +48,26 @@ def trainjob(case: CrdCase) -> Json:
     return doc
 
 
+def _parent(doc: Json, path: str) -> tuple[Json, str]:
+    """The mapping holding the last key of the dotted ``path``, and that key."""
+    *parents, last = path.split(".")
+    for key in parents:
+        doc = doc[key]
+    return doc, last
+
+
 def _set(path: str, value: Any) -> Callable[[Json], None]:
     def edit(doc: Json) -> None:
-        *parents, last = path.split(".")
-        node = doc
-        for key in parents:
-            node = node[key]
-        node[last] = value
+        node, key = _parent(doc, path)
+        node[key] = value
 
     return edit
 
 
 def _drop(path: str) -> Callable[[Json], None]:
     def edit(doc: Json) -> None:
-        *parents, last = path.split(".")
-        node = doc
-        for key in parents:
-            node = node[key]
-        del node[last]
+        node, key = _parent(doc, path)
+        del node[key]
 
     return edit
 
