@@ -113,16 +113,15 @@ def actions(obs: Observed, now: datetime) -> Actions:
     out = Actions(state=state_of(desired.conditions, suspend))
     finished = is_finished(desired.conditions)
     latest = prog.latest
-    if finished:
-        if latest and not latest.terminal and not latest.shutdown:
-            out.requests.append(_stop(ns, latest, StoppedFor.FINISHED))
-        out.requests += releases(obs, stop_all=True)
-    else:
-        out.requests += releases(obs, stop_all=False)
+    done_for_good = done_groups(obs, stop_all=finished)
+    if finished and latest and not latest.terminal and not latest.shutdown:
+        out.requests.append(_stop(ns, latest, StoppedFor.FINISHED))
+    out.requests += releases(obs, done_for_good)
+    if not finished:
         _lifecycle(obs, prog, suspend, out)
     records = quota_records(obs, now)
     _quota(obs, records, now, out)
-    done = {group for group, _, _ in done_groups(obs, stop_all=finished)}
+    done = {group for group, _, _ in done_for_good}
     out.waiting = tuple(q for q in records if q.state in quota.WAITING)
     out.leaked = tuple(q for q in records if q.state in quota.HOLDING and q.workload in done)
     out.holding = tuple(q for q in records if q.state in quota.HOLDING)
@@ -234,11 +233,12 @@ def done_groups(obs: Observed, stop_all: bool) -> list[tuple[str, Json, Workflow
     return out
 
 
-def releases(obs: Observed, stop_all: bool) -> list[api.Request]:
-    """Free the quota of step pod groups that are done for good (no quota leak)."""
+def releases(obs: Observed, done: list[tuple[str, Json, WorkflowView]]) -> list[api.Request]:
+    """Free the quota of the step pod groups ``done`` (``done_groups``: done for good), so
+    none leaks."""
     ns = Meta.of(obs.trainjob).namespace
     out: list[api.Request] = []
-    for group, wl, v in done_groups(obs, stop_all):
+    for group, wl, v in done:
         if Meta.of(wl).deletion_timestamp:
             continue
         pods = [p for p in obs.pods if group_of(p) == group]

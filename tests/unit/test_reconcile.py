@@ -465,7 +465,7 @@ def test_resumed_segment_workload_is_not_released_for_the_stopped_one() -> None:
     obs = Observed(
         trainjob(annotations={"trainweave.io/attempts": "1"}), (stopped, resumed), (new_pod,), (wl,)
     )
-    assert reconcile.releases(obs, stop_all=False) == []
+    assert reconcile.releases(obs, reconcile.done_groups(obs, stop_all=False)) == []
 
 
 @pytest.mark.parametrize(
