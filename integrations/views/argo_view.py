@@ -38,7 +38,6 @@ Json = dict[str, Any]
 
 TERMINAL = frozenset({"Succeeded", "Failed", "Error"})
 FAILED = frozenset({"Failed", "Error"})
-WORKFLOW_LABEL = labels.ARGO_WORKFLOW
 # The Job controller's Failed condition when a Job's backoffLimit is spent (k8s.io/kubernetes
 # v1.36 pkg/controller/job/job_controller.go: batch.JobReasonBackoffLimitExceeded).
 BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
@@ -364,7 +363,7 @@ def _pods(prefix: str, by_name: dict[str, Json]) -> tuple[PodResult, ...]:
 
 def workflow_of(pod: Json) -> str:
     """The Workflow that made a pod (Argo's ``workflows.argoproj.io/workflow`` label)."""
-    return str(((pod.get("metadata") or {}).get("labels") or {}).get(WORKFLOW_LABEL, ""))
+    return str(((pod.get("metadata") or {}).get("labels") or {}).get(labels.ARGO_WORKFLOW, ""))
 
 
 def _exits(name: str, node: Json, by_name: dict[str, Json]) -> tuple[tuple[str, int], ...]:

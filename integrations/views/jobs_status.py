@@ -12,7 +12,6 @@ from trainweave import labels
 from trainweave.integrations.views.argo_view import (
     ATTEMPT_SUFFIX,
     FAILED,
-    WORKFLOW_LABEL,
     workflow_of,
 )
 from trainweave.integrations.views.bodies import (
@@ -49,7 +48,7 @@ def attempt_pods(obs: Observed, prog: Progress) -> list[Json]:
     pods = sorted(obs.pods, key=lambda p: Meta.of(p).creation_timestamp)
     for pod in pods:
         meta = Meta.of(pod)
-        wf = meta.label(WORKFLOW_LABEL)
+        wf = workflow_of(pod)
         if wf not in wf_names:
             continue
         node = meta.annotation(labels.ARGO_NODE_NAME) or meta.name
