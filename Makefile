@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv example test unit lint typecheck bench bench-admission linktree promtool argo-lint
+.PHONY: venv example test check unit unit-fast schema lint typecheck bench bench-admission linktree promtool argo-lint
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +18,13 @@ example: venv
 	$(VENV)/bin/trainweave render examples/llm-finetune/trainjob.yaml \
 	  --runtime examples/llm-finetune/runtime.yaml
 
-## Everything CI runs: lint, types, unit + schema tests, then the e2e tier on a real control plane.
-test: lint typecheck unit promtool argo-lint e2e
+## Everything CI runs, fastest first so a lint, type or unit failure shows in about a minute, before
+## any Go build: lint, types, the unit tier without Go, then the schema tests (build the static oracle),
+## promtool, argo lint (builds the engines) and the e2e tier on a real control plane.
+test: check schema promtool argo-lint e2e
+
+## The development loop without Go or engines: lint, types and the unit tier (about a minute).
+check: lint typecheck unit-fast
 
 ## Prometheus rules: promtool check rules + test rules (hack/promtool.sh finds promtool on PATH or
 ## installs it: from Debian's prometheus package, else built from its Go module).
@@ -35,10 +40,18 @@ argo-lint: venv
 
 ## Unit and schema tests. The schema tests need Go >= 1.26 (hack/need_go.sh says so in one line
 ## when it is missing); PYTEST_ARGS='-m "not e2e and not schema"' runs the rest without Go.
+## `make unit-fast` and `make schema` are the two halves of `make unit`, as `make test` runs them.
 PYTEST_ARGS ?=
 unit: venv
 	@$(if $(findstring not schema,$(PYTEST_ARGS)),true,bash hack/need_go.sh)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+unit-fast: venv
+	$(PY) -m pytest -q -m 'not e2e and not schema' $(PYTEST_ARGS)
+
+schema: venv
+	@bash hack/need_go.sh
+	$(PY) -m pytest -q -m schema $(PYTEST_ARGS)
 
 lint: venv linktree
 	$(VENV)/bin/ruff check .
