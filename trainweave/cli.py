@@ -1,30 +1,49 @@
 """trainweave: render TrainJobs to Argo + Kueue, plan their admission, run the controller.
 
-The CLI is the I/O edge: it reads files, calls the pure adapters, prints
-manifests to stdout and problems to stderr as ``error: FILE: FIELD.PATH: reason``.
-Exit codes: 0 ok, 1 a plan that can never fit, 2 invalid input.
+The CLI is the I/O edge: it reads files (``-`` is standard input), calls the pure adapters,
+prints manifests to stdout and problems to stderr as ``error: FILE: FIELD.PATH: reason``.
+Exit codes: 0 ok, 1 a plan that can never fit, 2 invalid input, 141 (128 + SIGPIPE) when
+the reader of stdout went away (``trainweave render | head``), quietly.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from trainweave import yamlout
+from trainweave import files, yamlout
 from trainweave.errors import InputError, InputErrors
-from trainweave.files import Document, documents
-from trainweave.inputs import Runtime, TrainJob, parse_runtime, parse_trainjob
+from trainweave.model import Pipeline
 
 _RUNTIME_PATHS = ("spec.template", "spec.mlPolicy", "spec.podGroupPolicy", "replicatedJob")
+_CLI = "(command line)"
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool killed by it
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``trainweave`` command."""
-    parser = _parser()
-    args = parser.parse_args(argv)
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # inside the try: a closed pipe shows here, not at exit
+    except BrokenPipeError:
+        # The Python docs' recipe (library/signal, "Note on SIGPIPE"): point stdout at devnull
+        # so the interpreter's own flush at exit does not raise again.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass  # stdout is no file (tests): nothing left to flush
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    args = _parser().parse_args(argv)
     try:
         return int(args.handler(args))
     except InputErrors as exc:
@@ -33,12 +52,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("trainweave")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trainweave", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     render = sub.add_parser("render", help="print the manifests a TrainJob becomes")
     _inputs(render)
-    render.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+    output(render, ("yaml", "json"), "the manifests as multi-document YAML or a JSON v1 List")
     render.add_argument("--attempt", type=int, default=0, help="whole-pipeline attempt (default 0)")
     render.add_argument(
         "--no-exit-cleanup",
@@ -49,110 +78,100 @@ def _parser() -> argparse.ArgumentParser:
     render.set_defaults(handler=_render)
     plan = sub.add_parser("plan", help="preview the Kueue Workloads and whether each step fits")
     _inputs(plan)
-    plan.add_argument("--queues", action="append", required=True, metavar="QUEUES.yaml")
+    plan.add_argument(
+        "--queues",
+        action="append",
+        required=True,
+        metavar="QUEUES.yaml",
+        help="ResourceFlavors, ClusterQueues and LocalQueues (repeatable; - reads stdin)",
+    )
     plan.add_argument(
         "--duration",
         action="append",
         default=[],
         metavar="STEP=HOURS",
-        help="expected run time of a step, for the idle GPU-hours comparison",
+        help="expected run time of a step, for the idle GPU-hours comparison (repeatable)",
     )
-    plan.add_argument("-o", "--output", choices=("table", "yaml"), default="table")
+    output(plan, ("table", "yaml", "json"), "the fit table, or the Workload previews")
     plan.set_defaults(handler=_plan)
     try:
         from trainweave.integrations.commands.wiring import add_commands
     except ImportError:  # the controller package is optional at this layer
         pass
     else:
-        add_commands(sub)
+        add_commands(sub, output)
     return parser
 
 
+def output(parser: argparse.ArgumentParser, choices: tuple[str, ...], what: str) -> None:
+    """``-o/--output``: every command takes the formats it can print among table|yaml|json."""
+    parser.add_argument(
+        "-o", "--output", choices=choices, default=choices[0], help=f"{what} (default {choices[0]})"
+    )
+
+
 def _inputs(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trainjob", metavar="TRAINJOB.yaml")
-    parser.add_argument("--runtime", action="append", required=True, metavar="RUNTIME.yaml")
+    parser.add_argument("trainjob", metavar="TRAINJOB.yaml", help="the TrainJob (- reads stdin)")
+    parser.add_argument(
+        "--runtime",
+        action="append",
+        required=True,
+        metavar="RUNTIME.yaml",
+        help="TrainingRuntimes / ClusterTrainingRuntimes (repeatable; - reads stdin)",
+    )
     parser.add_argument("--default-queue", help="queue for steps whose runtime job names none")
 
 
-def load(trainjob_file: str, runtime_files: Sequence[str]) -> tuple[TrainJob, Runtime]:
-    """The TrainJob in ``trainjob_file`` and the runtime it refers to among ``runtime_files``."""
-    docs = documents(trainjob_file)
-    if len(docs) != 1:
+def _stdin_once(args: argparse.Namespace) -> None:
+    """``-`` (standard input) may stand for one file only."""
+    given = [("TRAINJOB", args.trainjob)]
+    given += [("--runtime", f) for f in args.runtime]
+    given += [("--queues", f) for f in getattr(args, "queues", None) or []]
+    dashes = [name for name, f in given if f == files.STDIN]
+    if len(dashes) > 1:
         raise InputErrors(
             [
                 InputError(
-                    "(file)", f"must hold one TrainJob, found {len(docs)} documents", trainjob_file
+                    "-",
+                    f"standard input can be read once, given for {', '.join(dashes)}",
+                    _CLI,
                 )
             ]
         )
-    job = parse_trainjob(*docs[0])
-    runtimes: list[Document] = [d for f in runtime_files for d in documents(f)]
-    errors: list[InputError] = []
-    ref = job.spec.runtime_ref
-    for doc, source in runtimes:
-        if doc.get("kind") == ref.kind and (doc.get("metadata") or {}).get("name") == ref.name:
-            return job, parse_runtime(doc, source)
-        if doc.get("kind") not in ("TrainingRuntime", "ClusterTrainingRuntime"):
-            errors.append(
-                InputError(
-                    "kind",
-                    f"expected a TrainingRuntime or ClusterTrainingRuntime, got {doc.get('kind')!r}",
-                    source,
-                )
-            )
-    errors.append(
-        InputError(
-            "spec.runtimeRef",
-            f"no {ref.kind} named {ref.name!r} in {', '.join(runtime_files)}",
-            trainjob_file,
-        )
+
+
+def _inputs_of(args: argparse.Namespace) -> files.Inputs:
+    _stdin_once(args)
+    return files.load(args.trainjob, args.runtime)
+
+
+def _blame(exc: InputErrors, inputs: files.Inputs) -> InputErrors:
+    """Each error of the translation or render, attributed to the file it came from."""
+    return InputErrors(
+        e.at(inputs.runtime_source if e.path.startswith(_RUNTIME_PATHS) else inputs.trainjob_source)
+        for e in exc.errors
     )
-    raise InputErrors(errors)
-
-
-def pipeline_of(args: argparse.Namespace) -> Any:
-    """Load the inputs and translate them, attributing errors to their files."""
-    from trainweave.adapters.trainjob.trainer import to_pipeline
-
-    job, runtime = load(args.trainjob, args.runtime)
-    runtime_file = next(
-        f
-        for f in args.runtime
-        for d, _ in documents(f)
-        if d.get("kind") == runtime.kind
-        and (d.get("metadata") or {}).get("name") == runtime.metadata.name
-    )
-    try:
-        return to_pipeline(
-            job, runtime, attempt=getattr(args, "attempt", 0), default_queue=args.default_queue
-        )
-    except InputErrors as exc:
-        raise InputErrors(
-            e.at(runtime_file if e.path.startswith(_RUNTIME_PATHS) else args.trainjob)
-            for e in exc.errors
-        ) from None
 
 
 def _render(args: argparse.Namespace) -> int:
+    from trainweave import sshkeys
     from trainweave.adapters import render
 
-    pipeline = pipeline_of(args)
-    keys = None
-    if pipeline.mpi_slots:
-        from trainweave import sshkeys
-
-        keys = sshkeys.generate()
+    if args.attempt < 0:
+        raise InputErrors([InputError("--attempt", f"must be 0 or more, got {args.attempt}", _CLI)])
+    inputs = _inputs_of(args)
     options = render.Options(
-        attempt=pipeline.attempt,
+        attempt=args.attempt,
+        default_queue=args.default_queue,
         exit_cleanup=not args.no_exit_cleanup,
         service_account=args.service_account,
-        ssh_keys=keys,
+        ssh_keys=sshkeys.generate(),  # as the controller: used only by an MPI runtime's Secret
     )
     try:
-        manifests = render.objects_of(pipeline, options)
+        manifests = render.render(inputs.trainjob, inputs.runtime, options)
     except InputErrors as exc:
-        raise exc.at(args.runtime[0]) from None
-    shared = [j.name for st in pipeline.steps for j in st.jobs if j.retry.shared]
+        raise _blame(exc, inputs) from None
+    shared = _shared_backoff_limits(inputs, manifests)
     if shared:
         print(
             f"note: backoffLimit of {', '.join(shared)} is shared by all its pods; only the"
@@ -164,32 +183,90 @@ def _render(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shared_backoff_limits(inputs: files.Inputs, manifests: list[dict[str, Any]]) -> list[str]:
+    """Jobs whose runtime sets a ``backoffLimit`` that the Workflow records as shared by pods."""
+    from trainweave import labels
+
+    set_by_runtime = {
+        rj.name
+        for rj in inputs.runtime.spec.template.spec.replicated_jobs
+        if (rj.template.get("spec") or {}).get("backoffLimit") is not None
+    }
+    workflow = next(m for m in manifests if m["kind"] == "Workflow")
+    text = workflow["metadata"].get("annotations", {}).get(labels.BACKOFF_LIMITS_ANNOTATION)
+    recorded: dict[str, dict[str, dict[str, Any]]] = json.loads(text) if text else {}
+    return [
+        job
+        for jobs in recorded.values()
+        for job, policy in jobs.items()
+        if policy.get("shared") and job in set_by_runtime
+    ]
+
+
+def _translate(inputs: files.Inputs, default_queue: str | None) -> Pipeline:
+    from trainweave.adapters.trainjob.trainer import to_pipeline
+
+    try:
+        return to_pipeline(inputs.trainjob, inputs.runtime, default_queue=default_queue)
+    except InputErrors as exc:
+        raise _blame(exc, inputs) from None
+
+
 def _plan(args: argparse.Namespace) -> int:
-    from trainweave.adapters.kueue import workloads
+    from trainweave.adapters.kueue import plan_format, workloads
     from trainweave.queues import parse_queues
 
-    pipeline = pipeline_of(args)
-    queues = parse_queues([d for f in args.queues for d in documents(f)])
     durations = _durations(args.duration)
+    inputs = _inputs_of(args)
+    queues = parse_queues([d for f in args.queues for d in files.documents(f)])
+    pipeline = _translate(inputs, args.default_queue)
+    _known_steps(args.duration, pipeline)
     result = workloads.plan(pipeline, queues, durations or None)
-    if args.output == "yaml":
-        _emit(workloads.workloads(pipeline), "yaml")
-    else:
+    sources = ", ".join(files.STDIN_NAME if f == files.STDIN else f for f in args.queues)
+    missing = plan_format.missing_errors(result, sources)
+    if missing:
+        raise InputErrors(missing)
+    if args.output == "table":
         print(workloads.format_plan(result))
+    else:
+        _emit(workloads.workloads(pipeline), args.output)
     return int(workloads.plan_exit_code(result))
 
 
 def _durations(pairs: Sequence[str]) -> dict[str, float]:
+    """``--duration STEP=HOURS`` pairs: HOURS finite and not negative, each STEP once."""
     out: dict[str, float] = {}
+    errors: list[InputError] = []
     for pair in pairs:
-        step, _, hours = pair.partition("=")
+        step, eq, text = pair.partition("=")
         try:
-            out[step] = float(hours)
+            hours = float(text)
         except ValueError:
-            raise InputErrors(
-                [InputError("--duration", f"{pair!r} must be STEP=HOURS", "(command line)")]
-            ) from None
+            hours = math.nan
+        if not (eq and step and text):
+            errors.append(_duration_error(pair, "must be STEP=HOURS (e.g. node=6)"))
+        elif not math.isfinite(hours) or hours < 0:
+            errors.append(_duration_error(pair, "HOURS must be a finite number, 0 or more"))
+        elif step in out:
+            errors.append(_duration_error(pair, f"step {step!r} is given twice"))
+        else:
+            out[step] = hours
+    if errors:
+        raise InputErrors(errors)
     return out
+
+
+def _known_steps(pairs: Sequence[str], pipeline: Pipeline) -> None:
+    steps = [s.name for s in pipeline.steps]
+    unknown = [p for p in pairs if p.partition("=")[0] not in steps]
+    if unknown:
+        raise InputErrors(
+            _duration_error(p, f"names no step; the steps are {', '.join(steps)}") for p in unknown
+        )
+
+
+def _duration_error(pair: str, why: str) -> InputError:
+    return InputError("--duration", f"{pair!r}: {why}", _CLI)
 
 
 def _emit(manifests: list[dict[str, Any]], output: str) -> None:

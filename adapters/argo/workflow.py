@@ -16,7 +16,7 @@ Pure. One Workflow per TrainJob attempt, in the TrainJob's namespace:
 - ``retryStrategy`` from the Job's RetryPolicy (``adapters.argo.retry``);
 - no queue label at workflow level (docs/design.md, D8);
 - an exit handler deleting the step Workloads of a failed run, where no
-  controller does it (``RenderOptions.exit_cleanup``).
+  controller does it (``Options.exit_cleanup``, ``adapters.options``).
 
 Other objects (headless Service, runtime snapshot ConfigMap, PVCs, MPI
 hostfile) come from ``adapters.argo.objects``.
@@ -25,7 +25,6 @@ hostfile) come from ``adapters.argo.objects``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from trainweave import labels as L
@@ -33,6 +32,7 @@ from trainweave.adapters import names
 from trainweave.adapters.argo import objects, retry
 from trainweave.adapters.argo.hera_models import models as m
 from trainweave.adapters.argo.retry import retry_strategy
+from trainweave.adapters.options import DEFAULTS, Options
 from trainweave.errors import InputError, InputErrors
 from trainweave.labels import Reason
 from trainweave.model import Job, Pipeline, Step
@@ -58,32 +58,12 @@ _CONTAINER_FIELDS = {f.alias or k for k, f in m.Container.model_fields.items()}
 CLEANUP = "trainweave-cleanup"
 
 
-@dataclass(frozen=True)
-class RenderOptions:
-    """Knobs of the render that are not in the TrainJob.
-
-    ``exit_cleanup``: add the exit handler that deletes a failed run's step
-    Workloads (for ``trainweave render`` without the controller; the controller
-    does it itself). ``service_account``: the Workflow's service account (it
-    needs ``delete`` on ``workloads.kueue.x-k8s.io`` for the exit handler).
-    ``segment`` / ``skip_steps``: a resumed segment of the attempt (``<wf>-s<j>``)
-    without the steps that already succeeded (their dependants' terms dropped).
-    ``suspend``: start the Workflow suspended (a TrainJob created suspended).
-    """
-
-    exit_cleanup: bool = True
-    service_account: str | None = None
-    segment: int = 0
-    skip_steps: frozenset[str] = frozenset()
-    suspend: bool = False
-
-
-def render(pipeline: Pipeline, options: RenderOptions = RenderOptions()) -> list[Json]:
+def render(pipeline: Pipeline, options: Options = DEFAULTS) -> list[Json]:
     """Every manifest to apply: the Workflow first, then Service, ConfigMaps, PVCs."""
     return [workflow(pipeline, options), *objects.supporting(pipeline)]
 
 
-def workflow(pipeline: Pipeline, options: RenderOptions = RenderOptions()) -> Json:
+def workflow(pipeline: Pipeline, options: Options = DEFAULTS) -> Json:
     """The Argo Workflow of one pipeline attempt, as a wire dict."""
     templates = [main_template(pipeline, options.skip_steps)]
     for step in pipeline.steps:

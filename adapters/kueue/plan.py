@@ -11,7 +11,11 @@ ever hold, or a resource no resourceGroup covers). This follows
 ``pkg/cache/scheduler/resource_node.go`` (``potentialAvailable``,
 ``localQuota``): the most a ClusterQueue can hold is its nominal quota plus
 what its cohort peers lend (their ``lendingLimit``, else their nominal),
-capped at its own nominal + ``borrowingLimit``. Missing queues are findings.
+capped at its own nominal + ``borrowingLimit``. A LocalQueue, ClusterQueue or ResourceFlavor
+a step needs that is not in the queue files makes its fit ``unknown`` and is named in
+``StepPlan.missing`` (``trainweave plan`` refuses it: Kueue would never admit the step, as
+``ErrLocalQueueDoesNotExistOrInactive`` in ``pkg/cache/queue/manager.go`` and a ClusterQueue
+inactive with reason ``FlavorNotFound`` in ``pkg/cache/scheduler/clusterqueue.go`` say).
 
 With step durations, ``hours`` compares resource-hours held by per-step
 admission (a step holds quota only while it runs) with whole-pipeline
@@ -44,7 +48,7 @@ class Fit(enum.StrEnum):
     NOMINAL = "nominal"
     BORROWING = "borrowing"
     NEVER = "never"
-    UNKNOWN = "unknown"  # the LocalQueue or ClusterQueue is not in the queue files
+    UNKNOWN = "unknown"  # a queue object the step needs is not in the queue files
 
 
 _RANK = {Fit.NOMINAL: 0, Fit.BORROWING: 1, Fit.UNKNOWN: 2, Fit.NEVER: 3}
@@ -77,11 +81,12 @@ class StepPlan:
     podsets: tuple[PodRole, ...]
     resources: tuple[ResourceFit, ...]
     findings: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()  # queue objects not in the queue files ("LocalQueue ns/q")
 
     @property
     def fit(self) -> Fit:
-        """The worst fit over all resources (UNKNOWN when the queue is missing)."""
-        if self.cluster_queue is None:
+        """The worst fit over all resources (UNKNOWN when a queue object is missing)."""
+        if self.cluster_queue is None or self.missing:
             return Fit.UNKNOWN
         fits = [r.fit for r in self.resources] or [Fit.NOMINAL]
         return max(fits, key=_RANK.__getitem__)
@@ -104,6 +109,10 @@ class Plan:
     steps: tuple[StepPlan, ...]
     hours: tuple[ResourceHours, ...] = ()
     findings: tuple[str, ...] = ()
+
+    def missing(self) -> list[tuple[StepPlan, str]]:
+        """(step, queue object) pairs the queue files lack."""
+        return [(s, m) for s in self.steps for m in s.missing]
 
     def never(self) -> list[tuple[StepPlan, ResourceFit]]:
         """(step, resource) pairs that can never be admitted."""
@@ -140,13 +149,26 @@ def _step_plan(pipeline: Pipeline, step: Step, queues: QueueSet, defaults: PodDe
     base = StepPlan(step.name, step.role.value, workload, step.pods, step.queue, None, roles, ())
     lq = queues.local_queue(pipeline.namespace, step.queue)
     if lq is None:
-        finding = f"LocalQueue {pipeline.namespace}/{step.queue} is not in the queue files"
-        return replace(base, findings=(finding,))
+        missing = f"LocalQueue {pipeline.namespace}/{step.queue}"
+        return replace(base, findings=(f"{missing} is not in the queue files",), missing=(missing,))
     cq_name = lq.spec.cluster_queue or ""
     cq = queues.cluster_queues.get(cq_name)
     if cq is None:
-        finding = f"ClusterQueue {cq_name!r} (of LocalQueue {step.queue}) is not in the queue files"
-        return replace(base, findings=(finding,))
+        missing = f"ClusterQueue {cq_name!r} (of LocalQueue {step.queue})"
+        return replace(base, findings=(f"{missing} is not in the queue files",), missing=(missing,))
+    absent = sorted(
+        {f.name for g in cq.spec.resource_groups for f in g.flavors} - set(queues.flavors)
+    )
+    if absent:  # Kueue keeps the ClusterQueue inactive (FlavorNotFound): it admits nothing
+        missing_flavors = tuple(
+            f"ResourceFlavor {name!r} (of ClusterQueue {cq_name})" for name in absent
+        )
+        return replace(
+            base,
+            cluster_queue=cq_name,
+            findings=tuple(f"{m} is not in the queue files" for m in missing_flavors),
+            missing=missing_flavors,
+        )
     fits, findings = _assign(roles, cq, queues)
     if cq.spec.stop_policy != "None":
         findings.append(f"ClusterQueue {cq_name} has stopPolicy {cq.spec.stop_policy}")
@@ -185,11 +207,8 @@ def _assign(
             done.update(wanted)
             best: tuple[int, str, dict[str, tuple[Fit, Decimal, Decimal]]] | None = None
             for flavor in group.flavors:
-                rf = queues.flavors.get(flavor.name)
-                if rf is None:
-                    findings.append(f"ResourceFlavor {flavor.name} is not in the queue files")
-                    continue
-                if not matches_flavor(rf, role.spec):
+                rf = queues.flavors.get(flavor.name)  # present: _step_plan checked
+                if rf is None or not matches_flavor(rf, role.spec):
                     continue
                 result = {r: _fit(cq, queues, flavor.name, r, assumed, requests[r]) for r in wanted}
                 modes = [f for f, _, _ in result.values()]

@@ -6,6 +6,8 @@ from decimal import Decimal
 
 from trainweave.adapters.kueue.hours import ResourceHours
 from trainweave.adapters.kueue.plan import Fit, Plan, StepPlan
+from trainweave.errors import InputError
+from trainweave.labels import Reason
 from trainweave.quantity import format_quantity, is_gpu
 
 _HEADER = ("STEP", "ROLE", "PODS", "REQUESTS (all pods)", "QUEUE -> CLUSTERQUEUE", "FLAVOR", "FITS")
@@ -42,8 +44,21 @@ def plan_errors(plan: Plan) -> list[str]:
     return out
 
 
+def missing_errors(plan: Plan, source: str) -> list[InputError]:
+    """One error per queue object a step needs that the queue files (``source``) lack."""
+    return [
+        InputError(
+            f"step {step.step}",
+            f"{what} is not in the queue files: Kueue would never admit the step",
+            source,
+            Reason.INVALID_QUEUES,
+        )
+        for step, what in plan.missing()
+    ]
+
+
 def plan_exit_code(plan: Plan) -> int:
-    """1 when some step can never be admitted, else 0 (unknown queues are only notes)."""
+    """1 when some step can never be admitted, else 0 (missing queues: ``missing_errors``)."""
     return 1 if plan.never() else 0
 
 

@@ -14,7 +14,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from trainweave import labels
+from trainweave import labels, yamlout
 from trainweave.integrations.views import api, queues_view, quota
 from trainweave.integrations.views.argo_view import step_groups, view
 from trainweave.integrations.views.bodies import Meta, TrainJobBody, list_at
@@ -98,11 +98,11 @@ def render(obs: Observed, now: datetime, out: TextIO) -> None:
         )
 
 
-def main(name: str, namespace: str, kubeconfig: str | None, out: TextIO) -> int:
-    """The ``status`` command."""
-    from trainweave.integrations.cluster.kube import KubeClient, load_configuration
+def main(name: str, namespace: str, configuration: Any, out: TextIO) -> int:
+    """The ``status`` command against the cluster of a kubernetes client ``configuration``."""
+    from trainweave.integrations.cluster.kube import KubeClient
 
-    client = KubeClient(load_configuration(kubeconfig))
+    client = KubeClient(configuration)
     try:
         obs = observe(client.send, namespace, name)
     except api.ApiError as err:
@@ -149,17 +149,19 @@ def queues(
     if output == "json":
         json.dump(queues_view.to_json(view, now), out, indent=2)
         out.write("\n")
+    elif output == "yaml":
+        out.write(yamlout.dump(queues_view.to_json(view, now)))
     else:
         out.write(queues_view.format_table(view))
     return 0
 
 
 def queues_main(
-    namespace: str, cluster_queue: str, output: str, kubeconfig: str | None, out: TextIO
+    namespace: str, cluster_queue: str, output: str, configuration: Any, out: TextIO
 ) -> int:
-    """The ``queues`` command against the cluster of ``kubeconfig``."""
-    from trainweave.integrations.cluster.kube import KubeClient, load_configuration
+    """The ``queues`` command against the cluster of a kubernetes client ``configuration``."""
+    from trainweave.integrations.cluster.kube import KubeClient
 
-    client = KubeClient(load_configuration(kubeconfig))
+    client = KubeClient(configuration)
     now = datetime.now(UTC)
     return queues(client.send, now, out, namespace, cluster_queue, output)

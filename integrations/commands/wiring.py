@@ -11,6 +11,8 @@ import argparse
 import os
 import re
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from trainweave.errors import InputError, InputErrors
 
@@ -18,8 +20,16 @@ from trainweave.errors import InputError, InputErrors
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
-def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``controller``, ``status`` and ``queues`` on the CLI's subparsers."""
+OutputOption = Callable[[argparse.ArgumentParser, tuple[str, ...], str], None]
+
+
+def add_commands(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], output: OutputOption
+) -> None:
+    """Register ``controller``, ``status`` and ``queues`` on the CLI's subparsers.
+
+    ``output(parser, choices, what)`` adds the CLI's one ``-o/--output`` option.
+    """
     ctl = subparsers.add_parser(
         "controller",
         help="run the reconciler: TrainJobs -> Argo Workflows + Kueue, status back",
@@ -49,6 +59,7 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     st.add_argument("trainjob")
     st.add_argument("-n", "--namespace", default="default")
+    output(st, ("table",), "the status table")
     st.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
     st.set_defaults(handler=_status)
 
@@ -61,7 +72,7 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     qs.add_argument("-n", "--namespace", default="", help="one namespace (default: all)")
     qs.add_argument("--cluster-queue", default="", help="one ClusterQueue (default: all)")
-    qs.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    output(qs, ("table", "yaml", "json"), "the per-ClusterQueue table, or its data")
     qs.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
     qs.set_defaults(handler=_queues)
 
@@ -85,13 +96,44 @@ def _controller(args: argparse.Namespace) -> int:
     }
     if args.identity:
         fields["identity"] = args.identity
+    configuration(args.kubeconfig)  # a missing kubeconfig is one line, before any thread starts
     return controller.run(controller.Config(**fields), kubeconfig=args.kubeconfig)
+
+
+def configuration(kubeconfig: str | None) -> Any:
+    """The client configuration of ``kubeconfig`` (else ~/.kube/config, else in-cluster).
+
+    None of them usable is an InputError (the CLI prints one line and exits 2), not the
+    kubernetes client's traceback.
+    """
+    import yaml
+    from kubernetes.config import ConfigException
+
+    from trainweave.integrations.cluster.kube import load_configuration
+
+    try:
+        return load_configuration(kubeconfig)
+    except (ConfigException, OSError, yaml.YAMLError, TypeError, ValueError) as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        if kubeconfig:
+            raise InputErrors([InputError("(kubeconfig)", reason, kubeconfig)]) from None
+        raise InputErrors(
+            [
+                InputError(
+                    "(kubeconfig)",
+                    "none found (no --kubeconfig, $KUBECONFIG or ~/.kube/config) and not"
+                    f" running in a cluster ({reason})",
+                )
+            ]
+        ) from None
 
 
 def _status(args: argparse.Namespace) -> int:
     from trainweave.integrations.commands import status_cli
 
-    return status_cli.main(args.trainjob, args.namespace, args.kubeconfig, sys.stdout)
+    return status_cli.main(
+        args.trainjob, args.namespace, configuration(args.kubeconfig), sys.stdout
+    )
 
 
 def _queues(args: argparse.Namespace) -> int:
@@ -108,5 +150,5 @@ def _queues(args: argparse.Namespace) -> int:
     from trainweave.integrations.commands import status_cli
 
     return status_cli.queues_main(
-        args.namespace, args.cluster_queue, args.output, args.kubeconfig, sys.stdout
+        args.namespace, args.cluster_queue, args.output, configuration(args.kubeconfig), sys.stdout
     )

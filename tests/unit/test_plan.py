@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from tests.builders import model_job
+from trainweave.adapters.kueue.plan_format import missing_errors
 from trainweave.adapters.kueue.workloads import Fit, format_plan, plan, plan_errors, plan_exit_code
 from trainweave.labels import StepRole
 from trainweave.model import Job, Pipeline, Step
@@ -295,18 +296,27 @@ def test_flavor_taints(tolerations: list[Json], flavor: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("docs", "finding"),
+    ("docs", "missing"),
     [
-        ([], "LocalQueue ml/gpu is not in the queue files"),
-        ([_lq("gpu", "gone")], "ClusterQueue 'gone' (of LocalQueue gpu) is not in the queue files"),
+        ([], "LocalQueue ml/gpu"),
+        ([_lq("gpu", "gone")], "ClusterQueue 'gone' (of LocalQueue gpu)"),
+        (
+            [_lq("gpu", "cq"), _cq("cq", [("h100", {"nvidia.com/gpu": 8})])],
+            "ResourceFlavor 'h100' (of ClusterQueue cq)",
+        ),
     ],
-    ids=["no-local-queue", "no-cluster-queue"],
+    ids=["no-local-queue", "no-cluster-queue", "no-resource-flavor"],
 )
-def test_missing_queues_are_findings(docs: list[Json], finding: str) -> None:
+def test_missing_queues_are_input_errors(docs: list[Json], missing: str) -> None:
+    """A queue object the step needs and the files lack: fit unknown, and an InputError naming
+    the step and the object (``trainweave plan`` exits 2), not a note with exit 0."""
     result = plan(_pipeline(_step("t", "gpu", _job("n", 1, GPU8))), _queues(*docs))
     (step,) = result.steps
-    assert (step.fit, step.findings) == (Fit.UNKNOWN, (finding,))
-    assert plan_exit_code(result) == 0
+    assert (step.fit, step.missing) == (Fit.UNKNOWN, (missing,))
+    assert [str(e) for e in missing_errors(result, "q.yaml")] == [
+        f"q.yaml: step t: {missing} is not in the queue files: Kueue would never admit the step"
+    ]
+    assert plan_exit_code(result) == 0  # not "never": the CLI refuses the input instead
 
 
 def test_pods_resource_counts_pods() -> None:
