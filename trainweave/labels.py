@@ -36,8 +36,18 @@ KUEUE_POD_GROUP_TOTAL_COUNT = "kueue.x-k8s.io/pod-group-total-count"
 KUEUE_RETRIABLE_IN_GROUP = "kueue.x-k8s.io/retriable-in-group"
 KUEUE_PRIORITY_CLASS = "kueue.x-k8s.io/priority-class"
 KUEUE_IS_GROUP_WORKLOAD = "kueue.x-k8s.io/is-group-workload"
-KUEUE_POD_GROUP_POD_INDEX = "kueue.x-k8s.io/pod-group-pod-index"
+KUEUE_POD_GROUP_POD_INDEX = "kueue.x-k8s.io/pod-group-pod-index"  # the pod's rank in its PodSet
 KUEUE_ADMISSION_GATE = "kueue.x-k8s.io/admission"  # the scheduling gate until admitted
+# Topology-Aware Scheduling (kueue v0.19.2 apis/kueue/v1beta2/topology_types.go): pod annotations
+# Kueue's pod integration turns into the PodSet's topologyRequest (jobframework/tas.go Build)
+KUEUE_PODSET_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+KUEUE_PODSET_PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
+KUEUE_PODSET_UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
+KUEUE_PODSET_SLICE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
+KUEUE_PODSET_SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+KUEUE_PODSET_SLICE_CONSTRAINTS = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
+KUEUE_PODSET_GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
+KUEUE_TOPOLOGY_GATE = "kueue.x-k8s.io/topology"  # the scheduling gate until TAS-assigned
 KUEUE_RESOURCE_IN_USE = "kueue.x-k8s.io/resource-in-use"  # Workload finalizer
 
 # --- Argo (v4.0.7 pkg/apis/workflow/v1alpha1) --------------------------------

@@ -7,10 +7,13 @@ Pure. One Workflow per TrainJob attempt, in the TrainJob's namespace:
   ``step-<step>`` with one task per pod (``<job>-<replica>-<index>``);
 - one containerSet template per replicatedJob (the runtime's containers, keeping
   their names: ``node``, ``dataset-initializer``... as a Job's pod has them; a
-  container template would rename it ``main``), taking ``replica``
-  and ``index`` parameters; its pods carry the step's Kueue pod-group labels
+  container template would rename it ``main``), taking ``replica``,
+  ``index`` and ``rank`` parameters; its pods carry the step's Kueue pod-group labels
   (queue, group name, total count = pods in the step), trainweave's and
-  JobSet's labels, the completion index as label and annotation, and a
+  JobSet's labels, the completion index as label and annotation, the pod's
+  rank in its Kueue PodSet as ``kueue.x-k8s.io/pod-group-pod-index`` (TAS
+  places rank r on the r-th slot of the topologyAssignment), the runtime's
+  ``kueue.x-k8s.io/podset-*`` annotations as they are, and a
   ``podSpecPatch`` for the pod fields Argo templates lack (hostname/subdomain
   for stable DNS among them);
 - ``retryStrategy`` from the Job's RetryPolicy (``adapters.argo.retry``);
@@ -32,6 +35,7 @@ from trainweave.adapters import names
 from trainweave.adapters.argo import objects, retry
 from trainweave.adapters.argo.hera_models import models as m
 from trainweave.adapters.argo.retry import retry_strategy
+from trainweave.adapters.kueue import tas
 from trainweave.adapters.options import DEFAULTS, Options
 from trainweave.errors import InputError, InputErrors
 from trainweave.labels import Reason
@@ -137,10 +141,14 @@ def main_template(pipeline: Pipeline, skip_steps: frozenset[str] = frozenset()) 
 
 
 def step_template(pipeline: Pipeline, step: Step) -> m.Template:
+    """The step's DAG: one task per pod, with its replica, index and Kueue rank
+    (``adapters.kueue.tas.rank_bases``)."""
     tasks = []
+    bases = tas.step_rank_bases(step)
     for job in step.jobs:
         for replica in range(job.replicas):
             for index in range(job.pods_per_replica):
+                rank = bases.get(job.name, 0) + replica * job.pods_per_replica + index
                 tasks.append(
                     m.DAGTask(
                         name=f"{job.name}-{replica}-{index}",
@@ -149,6 +157,7 @@ def step_template(pipeline: Pipeline, step: Step) -> m.Template:
                             parameters=[
                                 m.Parameter(name="replica", value=str(replica)),
                                 m.Parameter(name="index", value=str(index)),
+                                m.Parameter(name="rank", value=str(rank)),
                             ]
                         ),
                     )
@@ -171,6 +180,7 @@ def pod_labels(pipeline: Pipeline, step: Step, job: Job) -> dict[str, str]:
         L.JOB_COMPLETION_INDEX: "{{inputs.parameters.index}}",
         L.KUEUE_QUEUE_NAME: step.queue,
         L.KUEUE_POD_GROUP_NAME: names.group_name(pipeline.name, step.name, pipeline.attempt),
+        L.KUEUE_POD_GROUP_POD_INDEX: "{{inputs.parameters.rank}}",
     }
 
 
@@ -188,17 +198,19 @@ def pod_template(pipeline: Pipeline, step: Step, job: Job) -> m.Template:
         L.JOB_COMPLETION_INDEX: "{{inputs.parameters.index}}",
     }
     unknown = sorted({key for c in job.containers for key in c} - _CONTAINER_FIELDS)
-    if unknown:
-        raise InputErrors(
-            [
-                InputError(
-                    f"replicatedJob {job.name!r} container.{key}",
-                    "is not supported by Argo's Container type",
-                    reason=Reason.UNSUPPORTED_FIELD,
-                )
-                for key in unknown
-            ]
+    errors = [
+        InputError(
+            f"replicatedJob {job.name!r} container.{key}",
+            "is not supported by Argo's Container type",
+            reason=Reason.UNSUPPORTED_FIELD,
         )
+        for key in unknown
+    ]
+    errors += tas.annotation_errors(
+        meta.get("annotations") or {}, f"replicatedJob {job.name!r} template.metadata.annotations"
+    )
+    if errors:
+        raise InputErrors(errors)
     patch = {k: v for k, v in spec.items() if k not in _NATIVE}
     if pipeline.service is not None:
         patch["hostname"] = names.pod_hostname(
@@ -207,7 +219,13 @@ def pod_template(pipeline: Pipeline, step: Step, job: Job) -> m.Template:
         patch["subdomain"] = pipeline.service.name
     return m.Template(
         name=job.name,
-        inputs=m.Inputs(parameters=[m.Parameter(name="replica"), m.Parameter(name="index")]),
+        inputs=m.Inputs(
+            parameters=[
+                m.Parameter(name="replica"),
+                m.Parameter(name="index"),
+                m.Parameter(name="rank"),
+            ]
+        ),
         metadata=m.Metadata(labels=labels, annotations=annotations),
         # A daemon is a plain container template (Argo names its container ``main``): Argo v4.0.7
         # never fulfils a daemoned pod's containerSet child nodes, so its DAG would not end.

@@ -9,7 +9,8 @@ image, command or env share a PodSet.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from trainweave.adapters.kueue.rolehash import PodDefaults, admitted_pod_spec, role_hash
@@ -27,6 +28,8 @@ class PodRole:
     count: int
     jobs: tuple[str, ...]  # replicatedJob names whose pods have this role
     spec: Json  # admitted pod spec (what Kueue copies into the PodSet template)
+    # the first job's pod annotations: Kueue reads the PodSet's topologyRequest from them
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
     def requests(self) -> dict[str, str]:
         """Per-pod requests as Kueue counts them: containers, init, pod-level, overhead."""
@@ -48,9 +51,12 @@ def pod_roles(step: Step, defaults: PodDefaults | None = None) -> list[PodRole]:
         name = role_hash(spec)
         if name in roles:
             role = roles[name]
-            roles[name] = PodRole(name, role.count + job.pods, (*role.jobs, job.name), role.spec)
+            roles[name] = PodRole(
+                name, role.count + job.pods, (*role.jobs, job.name), role.spec, role.annotations
+            )
         else:
-            roles[name] = PodRole(name, job.pods, (job.name,), spec)
+            meta = job.pod_template.get("metadata") or {}
+            roles[name] = PodRole(name, job.pods, (job.name,), spec, meta.get("annotations") or {})
     return [roles[name] for name in sorted(roles)]
 
 

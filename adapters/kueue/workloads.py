@@ -8,8 +8,9 @@ and the ``resource-in-use`` finalizer (``NewGroupWorkload`` ->
 and one PodSet per distinct role hash (``constructGroupPodSets``): named by the
 8-hex hash (``adapters.kueue.rolehash``), ``count`` = pods with that hash, sorted by
 name, ``template.spec`` = the pod's spec, and with TopologyAwareScheduling on
-``topologyRequest.podIndexLabel: kueue.x-k8s.io/pod-group-pod-index``
-(``constructPodSet``). A ``kueue.x-k8s.io/priority-class`` label becomes
+(the default) the ``topologyRequest`` Kueue builds from the first pod's
+``kueue.x-k8s.io/podset-*`` annotations, with ``podIndexLabel:
+kueue.x-k8s.io/pod-group-pod-index`` (``constructPodSet``, ``adapters.kueue.tas``). A ``kueue.x-k8s.io/priority-class`` label becomes
 ``priorityClassRef`` to a WorkloadPriorityClass (``ExtractPriority``); its
 ``priority`` value lives in the cluster, so it is set only when
 ``PodDefaults.priorities`` knows it.
@@ -32,6 +33,7 @@ from trainweave.adapters.kueue.plan import Fit, Plan, plan
 from trainweave.adapters.kueue.plan_format import format_plan, plan_errors, plan_exit_code
 from trainweave.adapters.kueue.podsets import PodRole, pod_roles
 from trainweave.adapters.kueue.rolehash import PodDefaults
+from trainweave.adapters.kueue.tas import TopologyRequest, podset_requests
 from trainweave.labels import KUEUE_IS_GROUP_WORKLOAD
 from trainweave.model import Pipeline, Step
 
@@ -50,10 +52,6 @@ class PriorityClassRef(_Wire):
     group: str
     kind: str
     name: str
-
-
-class TopologyRequest(_Wire):
-    pod_index_label: str
 
 
 class PodSetTemplate(_Wire):
@@ -91,6 +89,8 @@ class Workload(_Wire):
 def workload(pipeline: Pipeline, step: Step, defaults: PodDefaults | None = None) -> Workload:
     """The Workload Kueue creates for ``step``'s pod group."""
     defaults = defaults or PodDefaults()
+    roles = pod_roles(step, defaults)
+    requests = podset_requests(roles)
     ref = None
     priority = None
     if step.priority_class:
@@ -114,11 +114,9 @@ def workload(pipeline: Pipeline, step: Step, defaults: PodDefaults | None = None
                     name=role.name,
                     count=role.count,
                     template=PodSetTemplate(spec=role.spec),
-                    topology_request=TopologyRequest(
-                        pod_index_label=labels.KUEUE_POD_GROUP_POD_INDEX
-                    ),
+                    topology_request=requests[role.name],
                 )
-                for role in pod_roles(step, defaults)
+                for role in roles
             ],
         ),
     )

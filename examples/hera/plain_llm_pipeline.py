@@ -65,13 +65,15 @@ def gang(
         labels={
             "kueue.x-k8s.io/queue-name": queue,
             "kueue.x-k8s.io/pod-group-name": group(name),
+            # the pod's rank in its Kueue PodSet: TAS puts rank r on the r-th assigned slot
+            "kueue.x-k8s.io/pod-group-pod-index": "{{inputs.parameters.rank}}",
             "jobset.sigs.k8s.io/jobset-name": WF,
         },
         annotations={
             "kueue.x-k8s.io/pod-group-total-count": str(pods),
             "batch.kubernetes.io/job-completion-index": "{{inputs.parameters.index}}",
         },
-        inputs=[Parameter(name="replica"), Parameter(name="index")],
+        inputs=[Parameter(name="replica"), Parameter(name="index"), Parameter(name="rank")],
         pod_spec_patch=(
             json.dumps({"hostname": hostname, "subdomain": WF}, separators=(",", ":"))
             if dns
@@ -83,7 +85,10 @@ def gang(
         ContainerNode(name=name, **container)
     with DAG(name=f"step-{name}", fail_fast=True) as step:
         for index in range(pods):
-            pod(name=f"{name}-0-{index}", arguments={"replica": "0", "index": str(index)})
+            pod(
+                name=f"{name}-0-{index}",
+                arguments={"replica": "0", "index": str(index), "rank": str(index)},
+            )
         if dns:
             service(name="service")
     return step

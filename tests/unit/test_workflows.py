@@ -363,7 +363,7 @@ def test_fan_out_without_items_keeps_one_group() -> None:
         gpu_step(nodes=2)()
     pod = templates_of(w.to_dict())["node"]
     assert pod["metadata"]["labels"][L.KUEUE_POD_GROUP_NAME] == "ft-node-a0"
-    assert [p["name"] for p in pod["inputs"]["parameters"]] == ["replica", "index"]
+    assert [p["name"] for p in pod["inputs"]["parameters"]] == ["replica", "index", "rank"]
 
 
 @pytest.mark.parametrize(
