@@ -51,6 +51,10 @@ class RuntimeBuilder:
             job = _job(which, which, which, queue, f"{which}:1")
             container = job["template"]["spec"]["template"]["spec"]["containers"][0]
             container["volumeMounts"] = [{"name": "initializer", "mountPath": "/workspace"}]
+            # a mount names a pod volume, or the API server refuses the pod
+            job["template"]["spec"]["template"]["spec"]["volumes"] = [
+                {"name": "initializer", "emptyDir": {}}
+            ]
             inits.append(job)
         trainer = self.job("node")
         trainer["dependsOn"] = [{"name": j["name"], "status": "Complete"} for j in inits]

@@ -18,7 +18,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from trainweave import k8s_schema
+from trainweave import k8s_schema, pod_resources, pod_rules
 from trainweave.errors import InputError, InputErrors
 from trainweave.labels import TRAINER_GROUP, TRAINER_VERSION, Reason
 
@@ -288,6 +288,11 @@ def parse_runtime(doc: Json, source: str = "") -> Runtime:
     for i, rjob in enumerate(spec.replicated_jobs):
         path = f"spec.template.spec.replicatedJobs[{i}].template"
         errors += k8s_schema.check(rjob.template, "V1JobTemplateSpec", path, Reason.INVALID_RUNTIME)
+        # the CRD's embedded pod schema: required fields (and the pod API's enums); the rest of
+        # the pod rules judge the rendered pod, once the TrainJob's overrides are in
+        errors += pod_rules.schema_errors(
+            rjob.template, "V1JobTemplateSpec", path, Reason.INVALID_RUNTIME
+        )
     for i, policy in enumerate(spec.volume_claim_policies):
         for j, pvc in enumerate(policy.templates):
             path = f"spec.template.spec.volumeClaimPolicies[{i}].templates[{j}]"
@@ -326,6 +331,7 @@ def _trainjob_checks(job: TrainJob) -> list[InputError]:
             spec.env, "List[V1EnvVar]", f"{path}.env", Reason.INVALID_TRAINJOB
         )
         errors += _unique_names(spec.env, f"{path}.env")
+        errors += _env_rules(spec.env, f"{path}.env")
     trainer = job.spec.trainer
     if trainer is not None:
         if trainer.num_nodes is not None and trainer.num_nodes < 1:
@@ -336,13 +342,28 @@ def _trainjob_checks(job: TrainJob) -> list[InputError]:
             trainer.env, "List[V1EnvVar]", "spec.trainer.env", Reason.INVALID_TRAINJOB
         )
         errors += _unique_names(trainer.env, "spec.trainer.env")
+        errors += _env_rules(trainer.env, "spec.trainer.env")
         errors += k8s_schema.check(
             trainer.resources_per_node,
             "V1ResourceRequirements",
             "spec.trainer.resourcesPerNode",
             Reason.INVALID_TRAINJOB,
         )
+        errors += pod_resources.errors(
+            trainer.resources_per_node,
+            "spec.trainer.resourcesPerNode",
+            Reason.INVALID_TRAINJOB,
+            whole=False,
+        )
     return errors
+
+
+def _env_rules(env: list[Json], path: str) -> list[InputError]:
+    """The pod API's rules for env vars (``trainweave.pod_rules``)."""
+    reason = Reason.INVALID_TRAINJOB
+    return pod_rules.schema_errors(env, "List[V1EnvVar]", path, reason) + pod_rules.env_errors(
+        env, path, reason
+    )
 
 
 def _unique_names(items: list[Json], path: str) -> list[InputError]:

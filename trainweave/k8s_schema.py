@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -81,6 +81,8 @@ def _port_name(value: Any) -> str:
     return f"{value!r} is not a valid port name (IANA_SVC_NAME: at most 15 of a-z, 0-9, '-')"
 
 
+env_name_problem = _env_name
+port_name_problem = _port_name
 _RULES: dict[tuple[str, str], Callable[[Any], str]] = {
     ("V1Container", "name"): _dns_label,
     ("V1Volume", "name"): _dns_label,
@@ -146,6 +148,25 @@ def build_table() -> Table:
     return table
 
 
+def objects(value: Any, type_name: str, path: str) -> Iterator[tuple[dict[str, Any], str, str]]:
+    """Every object in ``value`` read as ``type_name``: (the object, its model name, its path).
+
+    Values of the wrong shape are skipped (``check`` reports them).
+    """
+    if m := _LIST.match(type_name):
+        for i, item in enumerate(value if isinstance(value, list) else []):
+            yield from objects(item, m.group(1), f"{path}[{i}]")
+    elif m := _DICT.match(type_name):
+        for key, item in (value if isinstance(value, dict) else {}).items():
+            yield from objects(item, m.group(1), f"{path}.{key}")
+    elif type_name not in _SCALARS and isinstance(value, dict):
+        yield value, type_name, path
+        fields = _fields(type_name)
+        for key, item in value.items():
+            if key in fields:
+                yield from objects(item, fields[key][1], f"{path}.{key}")
+
+
 def check(value: Any, type_name: str, path: str, reason: Reason) -> list[InputError]:
     """Every unknown or mistyped field of ``value`` read as ``type_name``."""
     errors: list[InputError] = []
@@ -161,6 +182,9 @@ def _walk(value: Any, type_name: str, path: str, reason: Reason, out: list[Input
             out.append(InputError(path, f"must be a list, got {_kind(value)}", reason=reason))
             return
         for i, item in enumerate(value):
+            if item is None:  # a null field is absent (pruned), a null item is no value
+                out.append(InputError(f"{path}[{i}]", "must not be null", reason=reason))
+                continue
             _walk(item, m.group(1), f"{path}[{i}]", reason, out)
         return
     if m := _DICT.match(type_name):

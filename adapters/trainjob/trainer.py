@@ -27,6 +27,7 @@ from trainweave.adapters.trainjob import (
     graph,
     jobspec,
     patches,
+    pod_check,
     policies,
     validate,
     wirelists,
@@ -92,6 +93,7 @@ def to_pipeline(
         errors += job_errors
     errors += validate.name_errors(trainjob.metadata.name, jobs)
     errors += validate.size_errors(jobs)
+    errors += pod_check.rendered_errors(trainjob, spec, jobs)
     steps = []
     for shape in shapes:
         step_jobs = tuple(jobs[i] for i in shape.jobs)

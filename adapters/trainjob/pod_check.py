@@ -1,0 +1,88 @@
+"""The rendered pods judged as the API server would (``trainweave.pod_rules``). Pure.
+
+Each job's final pod (runtime template, runtimePatches, TrainJob fields, mlPolicy env) is checked
+once; an error the runtime's own template already has names the runtime field, one the TrainJob
+brought in names the TrainJob field that did (``spec.trainer.resourcesPerNode``, ``.image``,
+``.env[i]``, ``spec.initializer.*.env[i]``), else the runtime path of the rendered pod.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from trainweave import pod_rules
+from trainweave.errors import InputError
+from trainweave.inputs import RuntimeSpec, TrainJob
+from trainweave.labels import Ancestor, Reason
+from trainweave.model import Job
+
+Json = dict[str, Any]
+_RJ = "spec.template.spec.replicatedJobs"
+_CONTAINER = re.compile(r"^\.(containers|initContainers)\[(\d+)\](.*)$")
+_ENV = re.compile(r"^\.env\[(\d+)\](.*)$")
+
+
+def rendered_errors(trainjob: TrainJob, spec: RuntimeSpec, jobs: Sequence[Job]) -> list[InputError]:
+    """The API server's refusals of each job's final pod (``jobs`` in the runtime's order)."""
+    claims = [
+        (t.get("metadata") or {}).get("name", "")
+        for p in spec.template.spec.volume_claim_policies
+        for t in p.templates
+    ]
+    errors: list[InputError] = []
+    for i, (job, rjob) in enumerate(zip(jobs, spec.template.spec.replicated_jobs, strict=True)):
+        base = f"{_RJ}[{i}].template.spec.template.spec"
+        final = pod_rules.pod_spec_errors(job.pod_template["spec"], base, Reason.INVALID_RUNTIME)
+        if not final:
+            continue
+        own_spec = ((rjob.template.get("spec") or {}).get("template") or {}).get("spec") or {}
+        own = {
+            e.path
+            for e in pod_rules.pod_spec_errors(own_spec, base, Reason.INVALID_RUNTIME, claims)
+        }
+        for error in final:
+            if error.path in own:
+                errors.append(error)
+            else:
+                errors.append(_attribute(error, base, trainjob, job))
+    return errors
+
+
+def _attribute(error: InputError, base: str, trainjob: TrainJob, job: Job) -> InputError:
+    """``error`` under the TrainJob field that put its value into the pod, when one did."""
+    found = _CONTAINER.match(error.path.removeprefix(base))
+    if not found:
+        return error
+    key, index, rest = found.group(1), int(found.group(2)), found.group(3)
+    container: Json = job.pod_template["spec"][key][index]
+    tj = trainjob.spec
+    where = ""
+    if job.ancestor is Ancestor.TRAINER and container.get("name") == "node" and tj.trainer:
+        trainer = tj.trainer
+        if rest.startswith(".resources") and trainer.resources_per_node is not None:
+            where = "spec.trainer.resourcesPerNode" + rest.removeprefix(".resources")
+        elif rest == ".image" and trainer.image is not None:
+            where = "spec.trainer.image"
+        elif env := _env_path(rest, container, trainer.env, "spec.trainer.env"):
+            where = env
+    elif job.ancestor in (Ancestor.DATASET_INITIALIZER, Ancestor.MODEL_INITIALIZER):
+        init = tj.initializer
+        which = "dataset" if job.ancestor is Ancestor.DATASET_INITIALIZER else "model"
+        source = getattr(init, which) if init is not None else None
+        if source is not None and container.get("name") == job.name:
+            where = _env_path(rest, container, source.env, f"spec.initializer.{which}.env")
+    if not where:
+        return error
+    return replace(error, path=where, reason=Reason.INVALID_TRAINJOB)
+
+
+def _env_path(rest: str, container: Json, env: list[Json], path: str) -> str:
+    found = _ENV.match(rest)
+    if not found:
+        return ""
+    name = (container.get("env") or [])[int(found.group(1))].get("name")
+    index = next((i for i, var in enumerate(env) if var.get("name") == name), None)
+    return "" if index is None else f"{path}[{index}]{found.group(2)}"

@@ -1,0 +1,45 @@
+"""trainweave refuses every pod template the Kubernetes API server refuses, naming its field.
+
+The cases and their fields are ``tests.pod_cases``; ``tests/e2e/test_pod_validation.py`` pins
+each field on the real kube-apiserver. Each case is rendered with the example TrainJob, as
+``trainweave render`` does: the runtime is parsed, then the rendered pods are judged.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import yaml
+
+from tests import pod_cases
+from trainweave.adapters.trainjob.trainer import to_pipeline
+from trainweave.errors import InputErrors
+from trainweave.inputs import Json, parse_runtime, parse_trainjob
+
+TRAINJOB = pod_cases.BASE.with_name("trainjob.yaml")
+
+
+def refusals(runtime: Json) -> list[str]:
+    """The paths trainweave names for ``runtime`` with the example TrainJob ([] if accepted)."""
+    trainjob = parse_trainjob(yaml.safe_load(TRAINJOB.read_text()))
+    try:
+        to_pipeline(trainjob, parse_runtime(runtime))
+    except InputErrors as exc:
+        return [e.path for e in exc.errors]
+    return []
+
+
+def test_the_base_is_accepted() -> None:
+    assert refusals(pod_cases.runtime()) == []
+
+
+def test_at_least_40_cases_in_every_family() -> None:
+    families = Counter(c.family for c in pod_cases.CASES)
+    assert len(pod_cases.CASES) >= 40, families
+    assert len({c.name for c in pod_cases.CASES}) == len(pod_cases.CASES)
+
+
+@pytest.mark.parametrize("case", pod_cases.CASES, ids=lambda c: c.name)
+def test_refused_naming_the_field(case: pod_cases.PodCase) -> None:
+    assert case.trainweave_field in refusals(pod_cases.edited_runtime(case))
