@@ -1,4 +1,4 @@
-"""Kueue queue objects: ResourceFlavor, ClusterQueue, LocalQueue (v1beta2 and v1beta1).
+"""Kueue queue objects: ResourceFlavor, ClusterQueue, LocalQueue, Topology (v1beta2 and v1beta1).
 
 Our own pydantic models of the ``spec`` fields Kueue v0.19.2 serves
 (``config/components/crd/bases/kueue.x-k8s.io_{resourceflavors,clusterqueues,
@@ -8,7 +8,9 @@ errors naming the file and field path. v1beta1 differs only in ClusterQueue:
 ``concurrentAdmissionPolicy``, and the extra fungibility values ``Borrow`` and
 ``Preempt``. Quantities are checked with the CRD's quantity pattern. The CRD's
 CEL rules that matter for quota (borrowingLimit needs a cohort, one quota per
-covered resource in order) are checked too. ``parse_queues`` gathers the
+covered resource in order) are checked too. A Topology
+(``kueue.x-k8s.io_topologies.yaml``, the same in both versions) lists the node
+labels of its levels; a ResourceFlavor's ``topologyName`` makes it a TAS flavor. ``parse_queues`` gathers the
 objects of several files into a ``QueueSet``; ``adapters.kueue.workloads.plan`` reads it.
 """
 
@@ -37,7 +39,7 @@ from trainweave.quantity import QuantityError, parse
 
 GROUP = "kueue.x-k8s.io"
 VERSIONS = ("v1beta2", "v1beta1")
-KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue")
+KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Topology")
 Json = dict[str, Any]
 
 # The pattern Kubernetes CRDs put on int-or-string quantities.
@@ -295,6 +297,57 @@ class LocalQueue(BaseModel):
     status: Json | None = None
 
 
+# --- Topology ----------------------------------------------------------------------------
+
+_LABEL_NAME = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def _node_label(value: str) -> str:
+    if not 1 <= len(value) <= 316 or not _LABEL_NAME.match(value):
+        raise ValueError(f"{value!r} must be a node label name ([prefix/]name)")
+    return value
+
+
+class TopologyLevel(_Model):
+    node_label: Annotated[str, AfterValidator(_node_label)]
+
+
+class TopologySpec(_Model):
+    levels: list[TopologyLevel] = Field(min_length=1, max_length=16)
+
+    @model_validator(mode="after")
+    def _levels(self) -> TopologySpec:
+        """The CRD's CEL rules: unique levels, hostname only as the lowest."""
+        labels = [level.node_label for level in self.levels]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"levels must be unique, got {labels}")
+        if HOSTNAME in labels[:-1]:
+            raise ValueError(
+                f"the {HOSTNAME} label can only be used at the lowest level of topology"
+            )
+        return self
+
+
+class Topology(BaseModel):
+    """A Topology: the node labels of its levels, highest (e.g. block) first."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    api_version: str = Field(alias="apiVersion")
+    kind: Literal["Topology"]
+    metadata: ObjectMeta
+    spec: TopologySpec
+    status: Json | None = None
+
+    @property
+    def levels(self) -> list[str]:
+        """Node labels of the levels, highest first."""
+        return [level.node_label for level in self.spec.levels]
+
+
 # --- the set -----------------------------------------------------------------------------
 
 
@@ -309,6 +362,7 @@ class QueueSet:
     flavors: Mapping[str, ResourceFlavor] = field(default_factory=dict)
     cluster_queues: Mapping[str, ClusterQueue] = field(default_factory=dict)
     local_queues: Mapping[tuple[str, str], LocalQueue] = field(default_factory=dict)
+    topologies: Mapping[str, Topology] = field(default_factory=dict)
 
     def local_queue(self, namespace: str, name: str) -> LocalQueue | None:
         """The LocalQueue ``name`` as seen from ``namespace``."""
@@ -325,6 +379,7 @@ def parse_queues(docs: Iterable[tuple[Json, str]]) -> QueueSet:
     flavors: dict[str, ResourceFlavor] = {}
     cqs: dict[str, ClusterQueue] = {}
     lqs: dict[tuple[str, str], LocalQueue] = {}
+    topologies: dict[str, Topology] = {}
     seen: dict[tuple[str, str, str], str] = {}
     for doc, source in docs:
         try:
@@ -348,14 +403,18 @@ def parse_queues(docs: Iterable[tuple[Json, str]]) -> QueueSet:
             flavors[obj.metadata.name] = obj
         elif isinstance(obj, ClusterQueue):
             cqs[obj.metadata.name] = obj
+        elif isinstance(obj, Topology):
+            topologies[obj.metadata.name] = obj
         else:
             lqs[(ns, obj.metadata.name)] = obj
     if errors:
         raise InputErrors(errors)
-    return QueueSet(flavors, cqs, lqs)
+    return QueueSet(flavors, cqs, lqs, topologies)
 
 
-def parse_queue(doc: Json, source: str = "") -> ResourceFlavor | ClusterQueue | LocalQueue:
+def parse_queue(
+    doc: Json, source: str = ""
+) -> ResourceFlavor | ClusterQueue | LocalQueue | Topology:
     """One Kueue queue object from a wire dict; InputErrors name every problem."""
     if not isinstance(doc, dict):
         raise InputErrors([InputError("(document)", "expected a mapping", source)])
@@ -376,8 +435,10 @@ def parse_queue(doc: Json, source: str = "") -> ResourceFlavor | ClusterQueue | 
         raise InputErrors(
             [InputError("apiVersion", f"expected {allowed}, got {api_version!r}", source)]
         )
-    obj: ResourceFlavor | ClusterQueue | LocalQueue
-    if kind == "ResourceFlavor":
+    obj: ResourceFlavor | ClusterQueue | LocalQueue | Topology
+    if kind == "Topology":
+        obj = validate_model(Topology, doc, source, Reason.INVALID_QUEUES)
+    elif kind == "ResourceFlavor":
         obj = validate_model(ResourceFlavor, doc, source, Reason.INVALID_QUEUES)
     elif kind == "LocalQueue":
         obj = validate_model(LocalQueue, doc, source, Reason.INVALID_QUEUES)

@@ -135,13 +135,13 @@ BAD = [
     (
         "other-kind",
         {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}},
-        "bad.yaml: kind: expected a Kueue ResourceFlavor, ClusterQueue or LocalQueue "
+        "bad.yaml: kind: expected a Kueue ResourceFlavor, ClusterQueue, LocalQueue or Topology "
         "(kueue.x-k8s.io/v1beta2 or kueue.x-k8s.io/v1beta1), got apps/v1 Deployment",
     ),
     (
         "cohort-object",
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "c"}},
-        "bad.yaml: kind: expected a Kueue ResourceFlavor, ClusterQueue or LocalQueue "
+        "bad.yaml: kind: expected a Kueue ResourceFlavor, ClusterQueue, LocalQueue or Topology "
         "(kueue.x-k8s.io/v1beta2 or kueue.x-k8s.io/v1beta1), got kueue.x-k8s.io/v1beta2 Cohort",
     ),
     (
