@@ -43,3 +43,48 @@ def test_at_least_40_cases_in_every_family() -> None:
 @pytest.mark.parametrize("case", pod_cases.CASES, ids=lambda c: c.name)
 def test_refused_naming_the_field(case: pod_cases.PodCase) -> None:
     assert case.trainweave_field in refusals(pod_cases.edited_runtime(case))
+
+
+GPU = "nvidia.com/gpu"
+
+
+@pytest.mark.parametrize(
+    ("trainer", "field"),
+    [
+        ({"resourcesPerNode": {"requests": {GPU: "0.5"}}}, f"resourcesPerNode.requests.{GPU}"),
+        (
+            {"resourcesPerNode": {"requests": {"cpu": "32"}, "limits": {"cpu": "16"}}},
+            "resourcesPerNode.requests",
+        ),
+        (
+            {"resourcesPerNode": {"requests": {GPU: "8"}, "limits": {GPU: "4"}}},
+            "resourcesPerNode.requests",
+        ),
+        ({"resourcesPerNode": {"requests": {GPU: "8"}}}, "resourcesPerNode.limits"),
+        (
+            {"env": [{"name": "T", "valueFrom": {"secretKeyRef": {"name": "s"}}}]},
+            "env[0].valueFrom.secretKeyRef.key",
+        ),
+        ({"env": [{"name": "T", "valueFrom": {}}]}, "env[0].valueFrom"),
+    ],
+    ids=[
+        "fractional-gpu",
+        "cpu-request-above-limit",
+        "gpu-request-not-limit",
+        "gpu-without-limit",
+        "secret-without-key",
+        "value-from-empty",
+    ],
+)
+def test_a_trainjob_field_that_breaks_the_rendered_pod_is_named(trainer: Json, field: str) -> None:
+    """The rendered trainer pod is judged with the TrainJob's fields in; the error names the
+    TrainJob field that brought the value (the runtime's trainer container has no resources)."""
+    doc = yaml.safe_load(TRAINJOB.read_text())
+    doc["spec"]["trainer"] = {"numNodes": 1, **trainer}
+    try:
+        to_pipeline(parse_trainjob(doc), parse_runtime(pod_cases.runtime()))
+    except InputErrors as exc:
+        paths = [e.path for e in exc.errors]
+    else:
+        paths = []
+    assert f"spec.trainer.{field}" in paths
