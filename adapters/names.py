@@ -8,8 +8,10 @@ stay unique per TrainJob, step and attempt.
 from __future__ import annotations
 
 import hashlib
+import re
 
 MAX_LABEL = 63
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def dns_label(*parts: str, limit: int = MAX_LABEL) -> str:
@@ -19,6 +21,24 @@ def dns_label(*parts: str, limit: int = MAX_LABEL) -> str:
         return full
     digest = hashlib.sha256(full.encode()).hexdigest()[:8]
     return f"{full[: limit - 9].rstrip('-')}-{digest}"
+
+
+def queue_error(queue: str) -> str:
+    """Why ``queue`` cannot be a pod's ``kueue.x-k8s.io/queue-name``, or "" when it can.
+
+    Kueue v0.19.2's pod webhook refuses a value that is not a DNS-1123 subdomain
+    (``pkg/controller/jobframework/validation.go`` ``ValidateQueueName``); as a label value it
+    has at most 63 characters (k8s.io/apimachinery ``IsValidLabelValue``); an empty one leaves
+    the pod outside Kueue.
+    """
+    if not queue:
+        return "is empty: the step's pods must name the LocalQueue that admits them"
+    if len(queue) > MAX_LABEL or not _DNS_SUBDOMAIN.match(queue):
+        return (
+            f"{queue!r} is not a Kueue queue name: a lowercase RFC 1123 subdomain (a-z, 0-9, '-',"
+            f" '.', starting and ending with a letter or digit) of at most {MAX_LABEL} characters"
+        )
+    return ""
 
 
 def workflow_name(trainjob: str, attempt: int) -> str:

@@ -13,7 +13,7 @@ A step's pod-group name and pod hostnames start with the Workflow's name. With
 
 from __future__ import annotations
 
-from hera.workflows import Workflow
+from hera.workflows import DAG, Task, Workflow
 from hera.workflows import models as m
 from hera.workflows._context import _context
 
@@ -44,6 +44,23 @@ def longest(value: str, workflow: Workflow) -> int:
     """Length of ``value`` once Argo substitutes the longest possible Workflow name."""
     generated = len(workflow.generate_name or "") + GENERATED_SUFFIX
     return len(value.replace(WORKFLOW_NAME, "x" * generated))
+
+
+def tasks_of(workflow: Workflow) -> list[Task]:
+    """Every Task in the Workflow's DAGs, open ones included (Hera adds a DAG to the Workflow's
+    templates when its ``with`` block opens)."""
+    return [
+        task
+        for template in workflow.templates
+        if isinstance(template, DAG)
+        for task in template.tasks
+        if isinstance(task, Task)
+    ]
+
+
+def template(workflow: Workflow, name: str) -> object | None:
+    """The Workflow's template called ``name``, if any."""
+    return next((t for t in workflow.templates if getattr(t, "name", None) == name), None)
 
 
 def add_template(workflow: Workflow, template: m.Template) -> None:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from hera.workflows import Task, Workflow
+from hera.workflows import Artifact, Parameter, Task, Workflow
 from hera.workflows import models as m
 
 from trainweave.adapters import names
@@ -48,9 +48,11 @@ from trainweave.adapters.argo import objects
 from trainweave.adapters.argo import workflow as argo
 from trainweave.adapters.trainjob import mlpolicy, wirelists
 from trainweave.adapters.trainjob.jobspec import DEFAULT_BACKOFF_LIMIT
+from trainweave.errors import InputError
 from trainweave.labels import Ancestor, StepRole
 from trainweave.model import HeadlessService, Job, Pipeline, RetryPolicy, Step
-from trainweave.workflows import context
+from trainweave.workflows import checks, context
+from trainweave.workflows.checks import StepError
 
 Json = dict[str, Any]
 SERVICE_TEMPLATE = "trainweave-service"
@@ -174,14 +176,93 @@ class GangStep:
             instance = "{{item}}"
         self.check(wf, _instance_length(instance, task.get("with_items")))
         fan_out = instance is not None
-        for template in self.templates(context.workflow_name(wf), wf.namespace, fan_out):
+        shapes = [self.templates(context.workflow_name(wf), wf.namespace, f) for f in (False, True)]
+        if context.template(wf, f"step-{self.name}") in (None, shapes[0][0], shapes[1][0]):
+            self._check_call(wf, name or self.name, instance, task)  # not another step's name
+        for template in shapes[fan_out]:
             context.add_template(wf, template)
         if fan_out:
             task["arguments"] = {**(task.get("arguments") or {}), INSTANCE: instance}
-        return Task(name=name or self.name, template=f"step-{self.name}", **task)
+        return StepTask(name=name or self.name, template=f"step-{self.name}", **task)
+
+    def _check_call(self, wf: Workflow, name: str, instance: str | None, task: Json) -> None:
+        """Refuse ``outputs=``, a reference to a step's outputs, and a second task of this step
+        in ``wf`` that would share a pod group with an earlier one (one group per instance)."""
+        errors = []
+        if "outputs" in task:
+            errors.append(InputError("outputs", checks.OUTPUTS))
+        steps = {t.name for t in context.tasks_of(wf) if isinstance(t, StepTask)}
+        for key in ("when", "arguments"):
+            for ref in sorted(checks.output_refs(task.get(key)) & steps):
+                errors.append(InputError(key, f"names outputs of task {ref!r}: {checks.OUTPUTS}"))
+        mine = _instances(instance, task.get("with_items"))
+        for other in context.tasks_of(wf):
+            if other.template != f"step-{self.name}" or not isinstance(other, StepTask):
+                continue
+            args = other.arguments if isinstance(other.arguments, dict) else {}
+            theirs = _instances(args.get(INSTANCE), other.with_items)
+            shared = mine & theirs if mine is not None and theirs is not None else set()
+            if "" in (mine or set()) | (theirs or set()):
+                group = self.group_name(context.workflow_name(wf))
+                master = " and one torch master" if self.torch else ""
+                errors.append(
+                    InputError(
+                        "name",
+                        f"step {self.name!r} already runs as task {other.name!r} of this Workflow;"
+                        f" both would be Kueue pod group {group!r}{master}. Give each call its own"
+                        " instance= (a DNS label: each instance is its own pod group), or build a"
+                        " second step with another name",
+                    )
+                )
+            elif shared:
+                errors.append(
+                    InputError(
+                        INSTANCE,
+                        f"{', '.join(map(repr, sorted(shared)))} already names a pod group of step"
+                        f" {self.name!r} (task {other.name!r}); an instance is one pod group, once"
+                        " per Workflow",
+                    )
+                )
+        checks.refuse(f"{self.name}(name={name!r})", errors)
 
     def _subdomain(self, workflow: str) -> str:
         return self.subdomain or workflow
+
+
+class StepTask(Task):
+    """A trainweave step's Task: Hera's, except that it has no outputs (``checks.OUTPUTS``)."""
+
+    @property
+    def result(self) -> str:
+        raise self._no_outputs()
+
+    def get_result_as(self, name: str) -> Parameter:
+        raise self._no_outputs()
+
+    def get_parameter(self, name: str) -> Parameter:
+        raise self._no_outputs()
+
+    def get_parameters_as(self, name: str) -> Parameter:
+        raise self._no_outputs()
+
+    def get_artifact(self, name: str) -> Artifact:
+        raise self._no_outputs()
+
+    def get_outputs_as_arguments(self) -> list[Parameter | Artifact]:
+        raise self._no_outputs()
+
+    def _no_outputs(self) -> StepError:
+        return StepError([InputError("outputs", checks.OUTPUTS, source=f"task {self.name!r}")])
+
+
+def _instances(instance: str | None, items: Any) -> set[str] | None:
+    """The pod-group instances of one call: {""} for the step's own group, the literal items or
+    instance, or None when only run time tells (``with_param``, an expression)."""
+    if instance is None:
+        return {""}
+    if instance == "{{item}}" and isinstance(items, list):
+        return {str(i) for i in items}
+    return None if "{{" in instance else {instance}
 
 
 def workflow_volume_mounts(pod: m.Template) -> m.Template:

@@ -21,8 +21,10 @@ from pydantic import BaseModel
 
 from trainweave.adapters.trainjob import wirelists
 from trainweave.adapters.trainjob.jobspec import DEFAULT_BACKOFF_LIMIT
+from trainweave.errors import InputError
 from trainweave.labels import Ancestor, StepRole
 from trainweave.model import RetryPolicy
+from trainweave.workflows import checks
 from trainweave.workflows.gang import GangStep
 
 Json = dict[str, Any]
@@ -49,14 +51,21 @@ def initializer(
     ancestor: Ancestor | None = None,
     pod_spec: Mapping[str, Any] | None = None,
     dns: bool = False,
+    outputs: None = None,
 ) -> GangStep:
     """A one-pod initializer: ``STORAGE_URI`` and ``env``, ``secret`` as ``envFrom``.
 
     ``ancestor`` defaults from the name (``dataset-initializer``/``model-initializer``).
     """
     container = _container(name, image, command, args, resources, volume_mounts)
+    user_env = _env(env)
+    fields: Json = {"storageUri": storage_uri}
+    if secret is not None:
+        fields["secretRef"] = {"name": secret}
+    errors = checks.container_errors({**container, "env": user_env or None}, initializer=fields)
+    _check("initializer", name, queue, retry, errors, container, volumes, pod_spec, outputs)
     container["env"] = [{"name": "STORAGE_URI", "value": storage_uri}]
-    wirelists.upsert_env(container, _env(env))
+    wirelists.upsert_env(container, user_env)
     if secret:
         container["envFrom"] = [{"secretRef": {"name": secret}}]
     if ancestor is None and name in {a.value for a in Ancestor} - {Ancestor.TRAINER.value}:
@@ -94,6 +103,7 @@ def trainer(
     subdomain: str | None = None,
     service: bool = True,
     priority_class: str | None = None,
+    outputs: None = None,
 ) -> GangStep:
     """A gang of ``nodes`` trainer pods with stable DNS (``PET_*`` env when ``torch``).
 
@@ -107,6 +117,14 @@ def trainer(
             res.setdefault(section, {})[gpu_resource] = str(gpus_per_node)
     if env:
         container["env"] = _env(env)
+    errors = checks.container_errors(
+        container,
+        nodes=nodes,
+        nproc_per_node=nproc_per_node,
+        torch=torch,
+        gpus=(gpu_resource, gpus_per_node) if gpus_per_node else None,
+    )
+    _check("trainer", name, queue, retry, errors, container, volumes, pod_spec, outputs)
     return GangStep(
         name,
         StepRole.TRAINER,
@@ -139,11 +157,14 @@ def post_processor(
     retry: int | RetryPolicy = DEFAULT_BACKOFF_LIMIT,
     pod_spec: Mapping[str, Any] | None = None,
     dns: bool = False,
+    outputs: None = None,
 ) -> GangStep:
     """A one-pod step after the trainer (exporter, evaluator): trainweave's extension."""
     container = _container(name, image, command, args, resources, volume_mounts)
     if env:
         container["env"] = _env(env)
+    errors = checks.container_errors(container)
+    _check("post_processor", name, queue, retry, errors, container, volumes, pod_spec, outputs)
     return GangStep(
         name,
         StepRole.POST_PROCESSOR,
@@ -153,6 +174,30 @@ def post_processor(
         retry=_retry(retry),
         dns=dns,
     )
+
+
+def _check(
+    builder: str,
+    name: str,
+    queue: str,
+    retry: int | RetryPolicy,
+    errors: list[InputError],
+    container: Json,
+    volumes: Sequence[Mapping[str, Any] | m.Volume],
+    pod_spec: Mapping[str, Any] | None,
+    outputs: object,
+) -> None:
+    """Raise StepError for every argument the CLI would refuse (``workflows.checks``)."""
+    pod = {
+        "volume_mounts": (container.get("volumeMounts"), "List[V1VolumeMount]"),
+        "volumes": ([_wire(v) for v in volumes], "List[V1Volume]"),
+        "pod_spec": (dict(pod_spec) if pod_spec is not None else None, "V1PodSpec"),
+    }
+    errors = errors + checks.pod_errors(pod) + checks.queue_errors(queue)
+    errors += checks.retry_errors(retry)
+    if outputs is not None:
+        errors.append(InputError("outputs", checks.OUTPUTS))
+    checks.refuse(f"{builder}({name!r})", errors)
 
 
 def _container(

@@ -117,12 +117,24 @@ def _budget(spec: dict[str, Any], path: str) -> tuple[int, list[InputError]]:
     """``backoffLimitPerIndex`` (per pod), else ``backoffLimit`` (default 6, as a Job's);
     for a multi-pod Job the latter is shared (``RetryPolicy.shared``)."""
     per_index = spec.get("backoffLimitPerIndex")
+    limit = spec.get("backoffLimit")
+    for key, value in (("backoffLimitPerIndex", per_index), ("backoffLimit", limit)):
+        if value is not None and (problem := budget_error(value)):
+            return 0, [InputError(f"{path}.{key}", problem, reason=Reason.INVALID_RUNTIME)]
     if per_index is not None:
         if spec.get("completionMode") != "Indexed":
             return 0, [_err(f"{path}.backoffLimitPerIndex", "requires completionMode: Indexed")]
         return int(per_index), []
-    limit = spec.get("backoffLimit")
     return (DEFAULT_BACKOFF_LIMIT if limit is None else int(limit)), []
+
+
+def budget_error(budget: object) -> str:
+    """Why ``budget`` is no retry budget, or "": batch/v1 takes ``backoffLimit`` and
+    ``backoffLimitPerIndex`` >= 0 (k8s.io/kubernetes pkg/apis/batch/validation/validation.go,
+    ``ValidateNonnegativeField``)."""
+    if isinstance(budget, bool) or not isinstance(budget, int):
+        return f"{budget!r} must be an integer"
+    return f"{budget} must be greater than or equal to 0" if budget < 0 else ""
 
 
 def _rules(

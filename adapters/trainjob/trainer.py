@@ -98,9 +98,7 @@ def to_pipeline(
     for shape in shapes:
         step_jobs = tuple(jobs[i] for i in shape.jobs)
         tj_labels = trainjob.metadata.labels
-        queue, queue_errors = _queue(
-            trainjob, raw_jobs, shape.jobs, tj_labels.get(KUEUE_QUEUE_NAME) or default_queue
-        )
+        queue, queue_errors = _queue(trainjob, raw_jobs, shape.jobs, default_queue)
         errors += queue_errors
         priority = _label(raw_jobs[shape.jobs[0]], KUEUE_PRIORITY_CLASS) or tj_labels.get(
             KUEUE_PRIORITY_CLASS
@@ -337,14 +335,20 @@ def _label(raw: Json, key: str) -> str | None:
 
 
 def _queue(
-    trainjob: TrainJob, raw_jobs: list[Json], idxs: tuple[int, ...], default: str | None
+    trainjob: TrainJob, raw_jobs: list[Json], idxs: tuple[int, ...], default_queue: str | None
 ) -> tuple[str, list[InputError]]:
+    tj_queue = trainjob.metadata.labels.get(KUEUE_QUEUE_NAME)
+    default = tj_queue or default_queue
     found: dict[str, str] = {}
     for i in idxs:
         name = raw_jobs[i]["name"]
-        queue = trainjob.metadata.annotations.get(QUEUE_ANNOTATION_PREFIX + name) or _label(
-            raw_jobs[i], KUEUE_QUEUE_NAME
-        )
+        key = QUEUE_ANNOTATION_PREFIX + name
+        queue = trainjob.metadata.annotations.get(key) or _label(raw_jobs[i], KUEUE_QUEUE_NAME)
+        if queue and (problem := names.queue_error(queue)):  # the label's path, else ours
+            label = f"{_RJ}[{i}].template.metadata.labels.{KUEUE_QUEUE_NAME}"
+            if trainjob.metadata.annotations.get(key):
+                return "", [InputError(f"metadata.annotations.{key}", problem)]
+            return "", [InputError(label, problem, reason=Reason.INVALID_RUNTIME)]
         if queue:
             found[name] = queue
     if len(set(found.values())) > 1:
@@ -357,6 +361,9 @@ def _queue(
         ]
     if found:
         return next(iter(found.values())), []
+    if default and (problem := names.queue_error(default)):
+        where = f"metadata.labels.{KUEUE_QUEUE_NAME}" if tj_queue else "default queue"
+        return "", [InputError(where, problem)]
     if default:
         return default, []
     name = raw_jobs[idxs[0]]["name"]

@@ -98,14 +98,13 @@ def trainer_resources(trainjob: TrainJob, spec: RuntimeSpec) -> Json:
     return dict(node.get("resources") or {}) if node is not None else {}
 
 
-def reserved_env_errors(trainjob: TrainJob, reserved: tuple[str, ...]) -> list[InputError]:
-    """``spec.trainer.env[i].name``: a variable the policy sets itself."""
+def reserved_env_errors(
+    trainjob: TrainJob, reserved: tuple[str, ...], setter: str = "the runtime's mlPolicy"
+) -> list[InputError]:
+    """``spec.trainer.env[i].name``: a variable the policy (``setter``) sets itself."""
     trainer = trainjob.spec.trainer
     return [
-        InputError(
-            f"spec.trainer.env[{i}].name",
-            f"{var['name']} is reserved: the runtime's mlPolicy sets it",
-        )
+        InputError(f"spec.trainer.env[{i}].name", f"{var['name']} is reserved: {setter} sets it")
         for i, var in enumerate(trainer.env if trainer else [])
         if var.get("name") in reserved
     ]
