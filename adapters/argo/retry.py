@@ -12,12 +12,17 @@ disruptions are retried outside the budget (D11). What maps to what:
 - a pod of several containers (``RetryPolicy.judged``) -> no expression; the controller judges
   each failed attempt by every container's exit code (``judge``, the Job controller's
   ``matchPodFailurePolicy``);
-- ``limit`` = budget + REQUEUE_ALLOWANCE; backoff 10s doubling, capped at 6m (the Job
+- a Workflow the trainweave controller runs (``controller=True``) -> no expression for any pod:
+  the controller judges every failed attempt (``judge``), from the pod conditions a retry
+  expression cannot read (a disruption and the gang peers it takes down never count,
+  ``Disrupted``), and stops the step on a verdict; ``limit`` = budget + DISRUPTION_ALLOWANCE;
+- otherwise ``limit`` = budget + REQUEUE_ALLOWANCE; backoff 10s doubling, capped at 6m (the Job
   controller's); the Job's ``activeDeadlineSeconds`` -> ``maxDuration``.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +32,11 @@ from trainweave.model import ExitCodeRule, RetryPolicy
 
 Json = dict[str, Any]
 REQUEUE_ALLOWANCE = 10
+# Uncounted attempts (disruptions, Ignore matches) Argo allows a pod slot beyond the budget when
+# the controller judges: Argo gives up on a slot only after this many, never before the
+# controller's own verdict (at most budget + 1 counted failures). Each attempt adds nodes to the
+# Workflow's status, which must stay one API object: the bound keeps it finite.
+DISRUPTION_ALLOWANCE = 100
 # inferFailedReason's message, ``{codes}`` a regexp of exit codes; brackets, not backslashes, so
 # the same text is a Go regexp (expr-lang ``matches``) and a Python one (integrations.views.argo_view).
 EXIT_CODE_MESSAGE = "^[^:]+: [^(]*[(]exit code ({codes})[)]"
@@ -46,9 +56,12 @@ def exit_code_in(codes: str, container: str | None = None) -> str:
 _DISRUPTED = f"lastRetry.status == 'Error' || {exit_code_in('143')}"
 
 
-def retry_strategy(policy: RetryPolicy) -> m.RetryStrategy:
-    """The Argo retryStrategy of one (non-daemon) pod task."""
-    expression = None if policy.judged else retry_expression(policy)
+def retry_strategy(policy: RetryPolicy, controller: bool = False) -> m.RetryStrategy:
+    """The Argo retryStrategy of one (non-daemon) pod task; ``controller``: the trainweave
+    controller runs the Workflow and judges every failed attempt (no expression)."""
+    judged = policy.judged or controller
+    expression = None if judged else retry_expression(policy)
+    allowance = DISRUPTION_ALLOWANCE if controller else REQUEUE_ALLOWANCE
     backoff = m.Backoff(
         duration="10s",
         factor=m.IntOrString(2),
@@ -56,7 +69,7 @@ def retry_strategy(policy: RetryPolicy) -> m.RetryStrategy:
         max_duration=f"{policy.deadline_seconds}s" if policy.deadline_seconds else None,
     )
     return m.RetryStrategy(
-        limit=m.IntOrString(policy.budget + REQUEUE_ALLOWANCE),
+        limit=m.IntOrString(policy.budget + allowance),
         retry_policy="Always",
         expression=expression,
         backoff=backoff,
@@ -74,6 +87,20 @@ def retry_expression(policy: RetryPolicy) -> str:
     return expr
 
 
+class Disrupted(enum.StrEnum):
+    """What stopped a failed attempt, as the controller saw it on the pod (or on a gang peer it
+    failed after: ``integrations.views.disruption``)."""
+
+    NO = ""  # nothing: the attempt is judged by its exit codes
+    # Kueue stopped the pod group (``TerminationTarget``): a Job Kueue suspends has its pods
+    # deleted without being counted or matched (k8s.io/kubernetes pkg/controller/job/
+    # job_controller.go deleteJobPods removes the tracking finalizer first)
+    STOPPED = "stopped"
+    # ``DisruptionTarget`` (eviction, drain, taint, scheduler preemption, pod GC, kubelet): a
+    # DisruptionTarget rule decides, else it is not counted
+    DISRUPTED = "disrupted"
+
+
 @dataclass(frozen=True)
 class Judgement:
     """What a Job's podFailurePolicy does with one failed pod attempt: ``action`` is
@@ -86,7 +113,12 @@ class Judgement:
     exit_code: int | None = None
 
 
-def judge(policy: RetryPolicy, phase: str, exits: Sequence[tuple[str, int]]) -> Judgement:
+def judge(
+    policy: RetryPolicy,
+    phase: str,
+    exits: Sequence[tuple[str, int]],
+    disruption: Disrupted = Disrupted.NO,
+) -> Judgement:
     """The decision ``retry_expression`` makes, from every container's exit code (``exits``:
     ``(container, code)`` of the attempt's terminated containers, as the pod status lists
     them), as k8s.io/kubernetes pkg/controller/job/pod_failure_policy.go matches rules.
@@ -94,9 +126,15 @@ def judge(policy: RetryPolicy, phase: str, exits: Sequence[tuple[str, int]]) -> 
     Argo stops a containerSet pod's other containers once one fails (SIGTERM): their 143 is
     Argo's, not the workload's, so it is ignored next to another failure. A disrupted attempt
     (node ``Error``, or only 143s) is retried uncounted unless a rule names disruption.
+    ``disruption`` (seen by the controller on the pods) goes first: ``STOPPED`` is never
+    counted nor matched; ``DISRUPTED`` matches only a DisruptionTarget rule, no exit-code rule.
     """
+    if disruption == Disrupted.STOPPED:
+        return Judgement("Ignore")
     failed = [(c, code) for c, code in exits if code != 0]
     disrupted = phase == "Error" or (bool(failed) and all(code == 143 for _, code in failed))
+    if disruption == Disrupted.DISRUPTED:
+        disrupted, failed = True, []
     if any(code != 143 for _, code in failed):
         failed = [(c, code) for c, code in failed if code != 143]
     if disrupted and not any(rule.disruption for rule in policy.rules):
@@ -114,9 +152,14 @@ def judge(policy: RetryPolicy, phase: str, exits: Sequence[tuple[str, int]]) -> 
     return Judgement("Count")
 
 
-def counts(policy: RetryPolicy, phase: str, exits: Sequence[tuple[str, int]]) -> bool:
+def counts(
+    policy: RetryPolicy,
+    phase: str,
+    exits: Sequence[tuple[str, int]],
+    disruption: Disrupted = Disrupted.NO,
+) -> bool:
     """Whether one failed pod attempt counts against the Job's backoffLimit."""
-    return judge(policy, phase, exits).action != "Ignore"
+    return judge(policy, phase, exits, disruption).action != "Ignore"
 
 
 def policy_wire(policy: RetryPolicy) -> Json:

@@ -31,24 +31,15 @@ from typing import Any
 from trainweave import labels
 from trainweave.adapters.argo import retry
 from trainweave.adapters.argo.retry import EXIT_CODE_MESSAGE
+from trainweave.integrations.views import disruption
+from trainweave.integrations.views import verdict as judging
+from trainweave.integrations.views.verdict import Verdict
 from trainweave.labels import StoppedFor
-from trainweave.model import RetryPolicy
 
 Json = dict[str, Any]
 
 TERMINAL = frozenset({"Succeeded", "Failed", "Error"})
 FAILED = frozenset({"Failed", "Error"})
-# The Job controller's Failed condition when a Job's backoffLimit is spent (k8s.io/kubernetes
-# v1.36 pkg/controller/job/job_controller.go: batch.JobReasonBackoffLimitExceeded).
-BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
-MSG_BACKOFF_LIMIT = "Job has reached the specified backoff limit"
-# ... when a backoffLimitPerIndex is spent, and when a FailJob rule matched (the Job's podFailurePolicy
-# message, pod_failure_policy.go matchPodFailurePolicy, names the pod slot here)
-FAILED_INDEXES = "FailedIndexes"
-MSG_FAILED_INDEXES = "Job has failed indexes"
-POD_FAILURE_POLICY = "PodFailurePolicy"
-
-
 # A pod the API server refused to create (an admission plugin or webhook: a ServiceAccount the
 # namespace lacks, PodSecurity, an invalid spec). Argo v4.0.7 fails the node with the error's
 # text (workflowpod.go createWorkflowPod: not transient) and retries it as Error, with backoff,
@@ -63,11 +54,14 @@ _MESSAGE_EXIT_CODE = re.compile(EXIT_CODE_MESSAGE.format(codes="[0-9]+"))
 
 @dataclass(frozen=True)
 class Attempt:
-    """One failed attempt of a pod slot: its node phase and ``(container, exit code)`` of
-    its terminated containers."""
+    """One failed attempt of a pod slot: its node phase, ``(container, exit code)`` of its
+    terminated containers, its index ``(n)`` and its node's ``startedAt``/``finishedAt``."""
 
     phase: str
     exits: tuple[tuple[str, int], ...] = ()
+    index: int = 0
+    started: str = ""
+    finished: str = ""
 
 
 @dataclass(frozen=True)
@@ -80,17 +74,6 @@ class PodResult:
     message: str
     attempts: int
     failures: tuple[Attempt, ...] = ()  # the failed attempts, in order
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A job the controller fails as its Job would: ``reason`` and ``message`` are the Job
-    controller's Failed condition."""
-
-    step: str
-    job: str
-    reason: str
-    message: str
 
 
 @dataclass(frozen=True)
@@ -135,6 +118,7 @@ class WorkflowView:
     max_restarts: int
     steps: dict[str, StepView] = field(default_factory=dict)
     backoff_limits: dict[str, dict[str, Json]] = field(default_factory=dict)
+    disruptions: disruption.Record = field(default_factory=dict)
     nodes_known: bool = True
     created: str = ""
     finished_at: str = ""
@@ -159,9 +143,8 @@ class WorkflowView:
         return job if stopped else ""
 
     def verdict(self) -> Verdict | None:
-        """The first job the Job controller would fail now, by the retry policies only the
-        controller keeps (``backoff_limits``): a FailJob rule matched by any container, or
-        counted failures past the budget (the step's pods together when shared, else per pod);
+        """The first job the Job controller would fail now, by the retry policies the controller
+        keeps (``backoff_limits``; ``verdict.verdict``, disruptions excused by ``disruptions``);
         first, a pod the API server refused to create (``refused``)."""
         for step_view in self.steps.values():
             for pod in step_view.pods:
@@ -171,7 +154,8 @@ class WorkflowView:
         for step, jobs in self.backoff_limits.items():
             view_ = self.steps.get(step)
             for job, wire in jobs.items():
-                found = _verdict(step, job, retry.policy_of_wire(wire), view_)
+                policy = retry.policy_of_wire(wire)
+                found = judging.verdict(step, job, policy, view_, self.disruptions)
                 if found is not None:
                     return found
         return None
@@ -215,36 +199,6 @@ def refused(message: str) -> bool:
     """Whether a failed Pod node's message is the API server refusing the pod for good (an
     exceeded ResourceQuota is also Forbidden, but Argo waits for it: not a refusal)."""
     return _REFUSED.match(message) is not None and "exceeded quota" not in message
-
-
-def _verdict(step: str, job: str, policy: RetryPolicy, view_: StepView | None) -> Verdict | None:
-    counted: dict[str, int] = {}
-    for pod in view_.pods if view_ else ():
-        if not re.fullmatch(rf"{re.escape(job)}-\d+-\d+", pod.slot):
-            continue
-        for attempt in pod.failures:
-            judged = retry.judge(policy, attempt.phase, attempt.exits)
-            if judged.action == "FailJob":
-                what = (
-                    f"Container {judged.container} for pod {pod.slot} failed with exit code"
-                    f" {judged.exit_code}"
-                    if judged.container
-                    else f"Pod {pod.slot} has condition DisruptionTarget"
-                )
-                return Verdict(
-                    step,
-                    job,
-                    POD_FAILURE_POLICY,
-                    f"{what} matching FailJob rule at index {judged.rule}",
-                )
-            if judged.action == "Count":
-                counted[pod.slot] = counted.get(pod.slot, 0) + 1
-    spent = sum(counted.values()) if policy.shared else max(counted.values(), default=0)
-    if spent <= policy.budget:
-        return None
-    if policy.per_index:
-        return Verdict(step, job, FAILED_INDEXES, MSG_FAILED_INDEXES)
-    return Verdict(step, job, BACKOFF_LIMIT_EXCEEDED, MSG_BACKOFF_LIMIT)
 
 
 def decode_nodes(status: Json) -> dict[str, Json] | None:
@@ -310,6 +264,7 @@ def _view(workflow: Json) -> WorkflowView:
         max_restarts=_int(ann.get(labels.MAX_RESTARTS_ANNOTATION)),
         steps=steps,
         backoff_limits=_json(ann.get(labels.BACKOFF_LIMITS_ANNOTATION)),
+        disruptions=disruption.decode(str(ann.get(disruption.ANNOTATION) or "")),
         nodes_known=nodes is not None,
         created=str(meta.get("creationTimestamp") or ""),
         finished_at=str(status.get("finishedAt") or ""),
@@ -344,7 +299,8 @@ def _pods(prefix: str, by_name: dict[str, Json]) -> tuple[PodResult, ...]:
             last[slot] = (index, node)
         phase = str(node.get("phase") or "")
         if phase in FAILED:
-            attempt = Attempt(phase, _exits(node_name, node, by_name))
+            times = (str(node.get("startedAt") or ""), str(node.get("finishedAt") or ""))
+            attempt = Attempt(phase, _exits(node_name, node, by_name), index, *times)
             failures.setdefault(slot, []).append((index, attempt))
     results = []
     for slot, (index, node) in sorted(last.items()):

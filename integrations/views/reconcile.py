@@ -20,12 +20,13 @@ Prometheus observations owed, and when to look again. Lifecycle (docs/controller
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from trainweave import labels
-from trainweave.integrations.views import api, quota
+from trainweave.integrations.views import api, disruption, quota
 from trainweave.integrations.views.argo_view import (
     FAILED,
     WorkflowView,
@@ -176,10 +177,24 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Actions) -> No
         out.requests.append(_attempts(ns, name, prog.attempt + 2))
         out.start = Start(prog.attempt + 1, 0, frozenset(), False)
         return
+    if latest.terminal or latest.shutdown:
+        return
+    latest = _disruptions(ns, latest, wf_pods, out)
     verdict = latest.verdict()
-    if verdict and not latest.terminal and not latest.shutdown:
+    if verdict:
         stopped_for = f"{StoppedFor.JOB_FAILED.value}/{verdict.job}"
         out.requests.append(_stop(ns, latest, stopped_for))
+
+
+def _disruptions(ns: str, wf: WorkflowView, pods: list[Json], out: Actions) -> WorkflowView:
+    """``wf`` judged with the disruptions its pods show now (``disruption.observe``), which are
+    recorded on the Workflow first: Kueue deletes a stopped pod once it is replaced."""
+    record = disruption.observe(wf.disruptions, wf.name, pods)
+    if record == wf.disruptions:
+        return wf
+    patch = {"metadata": {"annotations": {disruption.ANNOTATION: disruption.encode(record)}}}
+    out.requests.append(_patch_wf(ns, wf.name, patch))
+    return dataclasses.replace(wf, disruptions=record)
 
 
 def _finished_groups_to_rerun(

@@ -4,10 +4,12 @@ A watch delivers whole objects; the caches keep only the fields the reconcile re
 stays flat in the number of TrainJobs (docs/benchmarks.md). Everywhere: ``managedFields`` go.
 
 - Pod: metadata; ``spec.schedulingGates``; ``status.phase`` and ``status.conditions`` (type,
-  status) -- no containers, volumes or container statuses;
+  status; reason and time too for the disruption conditions, ``disruption.MARKS``) -- no
+  containers, volumes or container statuses;
 - Workflow: metadata; ``spec`` entrypoint, suspend, shutdown and each template's name, metadata
   and dag (pod templates' containers and podSpecPatch go); ``status`` phase, message, times and
-  nodes reduced to name, type, phase, message and ``outputs.exitCode``, ``compressedNodes``
+  nodes reduced to name, type, phase, message, start and finish times and ``outputs.exitCode``,
+  ``compressedNodes``
   decoded once here instead of on every reconcile;
 - Workload: metadata, ``spec.queueName``, ``status`` (podSets' pod templates go);
 - TrainJob: everything but ``managedFields`` (its spec is rendered from).
@@ -18,9 +20,10 @@ from __future__ import annotations
 from typing import Any
 
 from trainweave.integrations.views.argo_view import decode_nodes
+from trainweave.integrations.views.disruption import MARKS
 
 Json = dict[str, Any]
-_NODE_FIELDS = ("name", "type", "phase", "message")
+_NODE_FIELDS = ("name", "type", "phase", "message", "startedAt", "finishedAt")
 _WF_STATUS = ("phase", "message", "startedAt", "finishedAt", "offloadNodeStatusVersion")
 
 
@@ -41,10 +44,14 @@ def pod(obj: Json) -> Json:
     if "phase" in status:
         out["status"]["phase"] = status["phase"]
     if status.get("conditions"):
-        out["status"]["conditions"] = [
-            {"type": c.get("type"), "status": c.get("status")} for c in status["conditions"]
-        ]
+        out["status"]["conditions"] = [_condition(c) for c in status["conditions"]]
     return out
+
+
+def _condition(cond: Json) -> Json:
+    keep = ("reason", "lastTransitionTime") if cond.get("type") in MARKS else ()
+    out = {"type": cond.get("type"), "status": cond.get("status")}
+    return out | {k: cond[k] for k in keep if k in cond}
 
 
 def workflow(obj: Json) -> Json:

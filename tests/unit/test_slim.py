@@ -58,7 +58,7 @@ def test_slim_objects_drop_what_the_reconcile_never_reads() -> None:
     wf = slim.workflow(full_workflow(workflow({"init": INIT_OK})))
     assert all(set(t) <= {"name", "metadata", "dag"} for t in wf["spec"]["templates"])
     assert all(
-        set(n) <= {"name", "type", "phase", "message", "outputs"}
+        set(n) <= {"name", "type", "phase", "message", "outputs", "startedAt", "finishedAt"}
         for n in wf["status"]["nodes"].values()
     )
 
