@@ -28,8 +28,12 @@ BASE = Path(__file__).parents[1] / "examples" / "llm-finetune" / "runtime.yaml"
 JOB = 3  # model-exporter
 RUNTIME_POD = f"spec.template.spec.replicatedJobs[{JOB}].template.spec.template"
 # JobSet's addVolumes: a volumeClaimPolicies template a container mounts becomes a pod volume
-# (jobset pkg/controllers/jobset_controller.go), claim "<jobset>-<template>"
-CLAIM_VOLUME = {"name": "initializer", "persistentVolumeClaim": {"claimName": "ft-initializer"}}
+# (sigs.k8s.io/jobset v0.12.0 pkg/controllers/volume_claim_policy.go addVolumes), its claim
+# "<template>-<jobset>" (GeneratePVCName)
+CLAIM_VOLUME = {
+    "name": "initializer",
+    "persistentVolumeClaim": {"claimName": "initializer-llama-support-ft"},
+}
 
 
 _MAP_KEY = re.compile(
