@@ -28,6 +28,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -319,17 +320,18 @@ class TopologyLevel(_Model):
 class TopologySpec(_Model):
     levels: list[TopologyLevel] = Field(min_length=1, max_length=16)
 
-    @model_validator(mode="after")
-    def _levels(self) -> TopologySpec:
+    @field_validator("levels")
+    @classmethod
+    def _levels(cls, levels: list[TopologyLevel]) -> list[TopologyLevel]:
         """The CRD's CEL rules: unique levels, hostname only as the lowest."""
-        labels = [level.node_label for level in self.levels]
+        labels = [level.node_label for level in levels]
         if len(set(labels)) != len(labels):
             raise ValueError(f"levels must be unique, got {labels}")
         if HOSTNAME in labels[:-1]:
             raise ValueError(
                 f"the {HOSTNAME} label can only be used at the lowest level of topology"
             )
-        return self
+        return levels
 
 
 class Topology(BaseModel):

@@ -30,13 +30,13 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any
 
 from trainweave.adapters import names
 from trainweave.adapters.kueue.flavormatch import matches_flavor
 from trainweave.adapters.kueue.hours import ResourceHours, resource_hours
 from trainweave.adapters.kueue.podsets import PodRole, pod_roles
 from trainweave.adapters.kueue.rolehash import PodDefaults
+from trainweave.adapters.kueue.tasplan import flavor_mismatch, missing_topologies, placement_notes
 from trainweave.model import Pipeline, Step
 from trainweave.quantity import format_quantity, parse
 from trainweave.queues import ClusterQueue, FlavorQuotas, QueueSet, quota_amount
@@ -163,6 +163,9 @@ def _step_plan(pipeline: Pipeline, step: Step, queues: QueueSet, defaults: PodDe
         missing_flavors = tuple(
             f"ResourceFlavor {name!r} (of ClusterQueue {cq_name})" for name in absent
         )
+    else:  # a TAS flavor without its Topology: inactive too (TopologyNotFound)
+        missing_flavors = tuple(missing_topologies(cq, queues))
+    if missing_flavors:
         return replace(
             base,
             cluster_queue=cq_name,
@@ -170,6 +173,8 @@ def _step_plan(pipeline: Pipeline, step: Step, queues: QueueSet, defaults: PodDe
             missing=missing_flavors,
         )
     fits, findings = _assign(roles, cq, queues)
+    assigned = {r.podset: r.flavor for r in fits if r.flavor}
+    findings += placement_notes(roles, assigned, queues)
     if cq.spec.stop_policy != "None":
         findings.append(f"ClusterQueue {cq_name} has stopPolicy {cq.spec.stop_policy}")
     return replace(base, cluster_queue=cq_name, resources=tuple(fits), findings=tuple(findings))
@@ -206,9 +211,14 @@ def _assign(
             wanted = [r for r in sorted(requests) if r in group.covered_resources]
             done.update(wanted)
             best: tuple[int, str, dict[str, tuple[Fit, Decimal, Decimal]]] | None = None
+            tas_refusals: list[str] = []
             for flavor in group.flavors:
                 rf = queues.flavors.get(flavor.name)  # present: _step_plan checked
                 if rf is None or not matches_flavor(rf, role.spec):
+                    continue
+                tas_why = flavor_mismatch(role, rf, cq, queues, group.covered_resources, requests)
+                if tas_why:
+                    tas_refusals.append(f"PodSet {role.name} ({', '.join(role.jobs)}): {tas_why}")
                     continue
                 result = {r: _fit(cq, queues, flavor.name, r, assumed, requests[r]) for r in wanted}
                 modes = [f for f, _, _ in result.values()]
@@ -221,6 +231,7 @@ def _assign(
                     break
             if best is None:
                 fits += _no_flavor(cq, queues, group.flavors, role, per_pod, requests, wanted)
+                findings += [f"{why}: never admitted" for why in tas_refusals]
                 continue
             _, flavor_name, result = best
             for r in wanted:
@@ -246,7 +257,7 @@ def _no_flavor(
     """
     lines = []
     for r in wanted:
-        nominal, maximum = _max_over_flavors(cq, queues, flavors, r, role.spec)
+        nominal, maximum = _max_over_flavors(cq, queues, flavors, r, role, requests)
         too_big = maximum is None or requests[r] > maximum
         lines.append((r, nominal, maximum, too_big))
     any_too_big = any(too_big for *_, too_big in lines)
@@ -339,14 +350,17 @@ def _max_over_flavors(
     queues: QueueSet,
     flavors: list[FlavorQuotas],
     resource: str,
-    spec: Mapping[str, Any],
+    role: PodRole,
+    requests: Mapping[str, Decimal],
 ) -> tuple[Decimal | None, Decimal | None]:
     """The largest nominal and maximum among flavors the pods may use (for the message)."""
     best: tuple[Decimal | None, Decimal | None] = (None, None)
     for flavor in flavors:
         name = flavor.name
         rf = queues.flavors.get(name)
-        if rf is None or not matches_flavor(rf, spec):
+        if rf is None or not matches_flavor(rf, role.spec):
+            continue
+        if flavor_mismatch(role, rf, cq, queues, [resource], requests):
             continue
         maximum = potential_available(cq, queues, name, resource)
         if best[1] is None or maximum > best[1]:

@@ -34,7 +34,9 @@ def plan_errors(plan: Plan) -> list[str]:
         if res.maximum is None:
             why = f"is not covered by ClusterQueue {step.cluster_queue}"
             if res.flavor is None and res.nominal is None:
-                why += " (or no flavor matches the pods' nodeSelector/affinity/tolerations)"
+                why += (
+                    " (or no flavor matches the pods' nodeSelector/affinity/tolerations/topology)"
+                )
         else:
             why = (
                 f"exceeds the most ClusterQueue {step.cluster_queue} could ever hold "
