@@ -46,7 +46,10 @@ class Options:
     runtime job names none. ``exit_cleanup``: add the exit handler that deletes a failed run's
     step Workloads (for ``trainweave render`` without the controller; the controller does it
     itself). ``service_account``: the Workflow's service account (it needs ``delete`` on
-    ``workloads.kueue.x-k8s.io`` for the exit handler).
+    ``workloads.kueue.x-k8s.io`` for the exit handler). ``controller``: the trainweave controller
+    runs the Workflow and judges every failed pod attempt itself, from pod conditions Argo
+    cannot read (``adapters.argo.retry``: no retry expression, every job's policy in
+    ``trainweave.io/backoff-limits``; docs/controller.md).
     """
 
     attempt: int = 0
@@ -58,6 +61,7 @@ class Options:
     default_queue: str | None = None
     exit_cleanup: bool = True
     service_account: str | None = None
+    controller: bool = False
 
 
 DEFAULTS = Options()  # the render of a fresh TrainJob: attempt 0, with the exit handler

@@ -74,6 +74,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="omit the exit handler that releases a failed run's Kueue Workloads",
     )
+    render.add_argument(
+        "--controller",
+        action="store_true",
+        help="what `trainweave controller` creates: no exit handler, and every failed pod"
+        " judged by the controller (no retry expressions; disruptions never count)",
+    )
     render.add_argument("--service-account", help="the Workflow's service account")
     render.set_defaults(handler=_render)
     plan = sub.add_parser("plan", help="preview the Kueue Workloads and whether each step fits")
@@ -163,8 +169,9 @@ def _render(args: argparse.Namespace) -> int:
     options = render.Options(
         attempt=args.attempt,
         default_queue=args.default_queue,
-        exit_cleanup=not args.no_exit_cleanup,
+        exit_cleanup=not (args.no_exit_cleanup or args.controller),
         service_account=args.service_account,
+        controller=args.controller,
         ssh_keys=sshkeys.generate(),  # as the controller: used only by an MPI runtime's Secret
     )
     try:

@@ -74,7 +74,7 @@ def workflow(pipeline: Pipeline, options: Options = DEFAULTS) -> Json:
         templates.append(step_template(pipeline, step))
     for step in pipeline.steps:
         for job in step.jobs:
-            templates.append(pod_template(pipeline, step, job))
+            templates.append(pod_template(pipeline, step, job, options.controller))
     on_exit = None
     if options.exit_cleanup:
         templates += [cleanup_handler(), *cleanup_templates(pipeline)]
@@ -96,7 +96,7 @@ def workflow(pipeline: Pipeline, options: Options = DEFAULTS) -> Json:
             ),
             namespace=pipeline.namespace,
             labels=meta_labels,
-            annotations=_annotations(pipeline),
+            annotations=_annotations(pipeline, options.controller),
         ),
         spec=m.WorkflowSpec(
             entrypoint="main",
@@ -110,13 +110,16 @@ def workflow(pipeline: Pipeline, options: Options = DEFAULTS) -> Json:
     return wf.model_dump(by_alias=True, exclude_none=True)
 
 
-def _annotations(pipeline: Pipeline) -> dict[str, str]:
-    """maxRestarts, and the retry policies only the controller can keep (shared backoffLimits,
-    pods of several containers)."""
+def _annotations(pipeline: Pipeline, controller: bool = False) -> dict[str, str]:
+    """maxRestarts, and the retry policies the controller keeps: every job's when it runs the
+    Workflow (``controller``), else the ones only it can keep (shared backoffLimits, pods of
+    several containers)."""
     out = {L.MAX_RESTARTS_ANNOTATION: str(pipeline.max_restarts)}
     shared = {
         step.name: {
-            job.name: retry.policy_wire(job.retry) for job in step.jobs if job.retry.by_controller
+            job.name: retry.policy_wire(job.retry)
+            for job in step.jobs
+            if controller or job.retry.by_controller
         }
         for step in pipeline.steps
     }
@@ -184,7 +187,8 @@ def pod_labels(pipeline: Pipeline, step: Step, job: Job) -> dict[str, str]:
     }
 
 
-def pod_template(pipeline: Pipeline, step: Step, job: Job) -> m.Template:
+def pod_template(pipeline: Pipeline, step: Step, job: Job, controller: bool = False) -> m.Template:
+    """One job's pod template; ``controller``: its retries are judged by the controller."""
     meta = job.pod_template.get("metadata") or {}
     spec: Json = job.pod_template["spec"]
     labels = {**(meta.get("labels") or {}), **pod_labels(pipeline, step, job)}
@@ -256,7 +260,7 @@ def pod_template(pipeline: Pipeline, step: Step, job: Job) -> m.Template:
         # No retryStrategy on a daemon: Argo v4.0.7 does not persist ``daemoned`` on a daemon's
         # Retry node (operator.go processNodeRetries sets it on a copy), so the step's DAG would
         # wait for it forever after its target succeeded (docs/engines.md).
-        retry_strategy=None if job.daemon else retry_strategy(job.retry),
+        retry_strategy=None if job.daemon else retry_strategy(job.retry, controller),
         daemon=True if job.daemon else None,
     )
 

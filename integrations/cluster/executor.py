@@ -103,6 +103,7 @@ class Executor:
             ),
             ssh_keys=sshkeys.generate(),
             exit_cleanup=False,
+            controller=True,
         )
         try:
             runtime = self._runtime(trainjob)

@@ -152,7 +152,7 @@ def test_catalog_runtime_with_sdk_trainjob_completes(
 def test_render_equals_what_the_controller_creates(
     kube: Kube, namespace: str, queues: Any, controller: ControllerProc, tmp_path: Path
 ) -> None:
-    """The MPI example: ``trainweave render --no-exit-cleanup`` and the controller's children are
+    """The MPI example: ``trainweave render --controller`` and the controller's children are
     the same objects (every rendered field as the cluster holds it), apart from the controller's
     ownerReference and the freshly drawn SSH keys."""
     root = Path(__file__).resolve().parents[2]
@@ -172,7 +172,7 @@ def test_render_equals_what_the_controller_creates(
     (tmp_path / "rt.yaml").write_text(yaml.safe_dump(live_rt))
     out = subprocess.run(
         [sys.executable, "-m", "trainweave.cli", "render", str(tmp_path / "tj.yaml"),
-         "--runtime", str(tmp_path / "rt.yaml"), "--no-exit-cleanup"],
+         "--runtime", str(tmp_path / "rt.yaml"), "--controller"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     rendered = [d for d in yaml.safe_load_all(out.stdout) if d]

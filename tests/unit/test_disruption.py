@@ -12,14 +12,20 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.unit.cluster_objects import Pod, StepState, pod, trainjob, workflow
 from trainweave import labels as L
 from trainweave.adapters.argo import retry
+from trainweave.adapters.argo import workflow as argo
 from trainweave.adapters.argo.retry import Disrupted
+from trainweave.adapters.options import Options
+from trainweave.adapters.trainjob.trainer import to_pipeline
+from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.integrations.views import disruption, reconcile, slim, verdict
 from trainweave.integrations.views.argo_view import view
 from trainweave.integrations.views.observed import Observed
@@ -224,7 +230,9 @@ def test_record_decode(text: str, want: disruption.Record) -> None:
 
 
 def test_a_hand_edited_time_excuses_nothing() -> None:
-    record = {"node": (disruption.Mark("yesterday", "DisruptionTarget", "r", ("x(0)",)),)}
+    record: disruption.Record = {
+        "node": (disruption.Mark("yesterday", "DisruptionTarget", "r", ("x(0)",)),)
+    }
     assert disruption.cause(record, "node", "node-0-0", 0, T.format(1), T.format(5)) == (
         Disrupted.NO
     )
@@ -241,3 +249,28 @@ def test_controller_render_leaves_every_judgement_to_the_controller() -> None:
     standalone = retry.retry_strategy(REAL).model_dump(by_alias=True, exclude_none=True)
     assert standalone["limit"] == REAL.budget + retry.REQUEUE_ALLOWANCE
     assert "asInt(retries) < 2" in standalone["expression"]
+
+
+def test_the_controller_render_judges_every_job() -> None:
+    """``trainweave render --controller`` (what the controller creates): no expression, and every
+    job's retry policy on the Workflow for the controller's judgement."""
+    real = Path(__file__).parents[2] / "examples" / "real"
+    tj = yaml.safe_load((real / "trainjob.yaml").read_text())
+    rt = yaml.safe_load((real / "runtime.yaml").read_text())
+    pipeline = to_pipeline(parse_trainjob(tj), parse_runtime(rt))
+    wf = argo.workflow(pipeline, Options(controller=True, exit_cleanup=False))
+    strategies = {t["name"]: t.get("retryStrategy") for t in wf["spec"]["templates"]}
+    assert all("expression" not in s for s in strategies.values() if s)
+    assert strategies["node"] == {
+        "backoff": {"cap": "6m", "duration": "10s", "factor": 2},
+        "limit": 2 + retry.DISRUPTION_ALLOWANCE,
+        "retryPolicy": "Always",
+    }
+    limits = json.loads(wf["metadata"]["annotations"][L.BACKOFF_LIMITS_ANNOTATION])
+    assert {step: sorted(jobs) for step, jobs in limits.items()} == {
+        "dataset-initializer": ["dataset-initializer"],
+        "model-initializer": ["model-initializer"],
+        "node": ["node"],
+        "model-exporter": ["model-exporter"],
+    }
+    assert retry.policy_of_wire(limits["node"]["node"]) == REAL
