@@ -87,10 +87,12 @@ class GangStep:
     priority_class: str | None = None
 
     def __post_init__(self) -> None:
+        errors = []
         if not _DNS_LABEL.match(self.name) or len(self.name) > names.MAX_LABEL:
-            raise ValueError(f"step name {self.name!r} must be a DNS label (a-z, 0-9, '-')")
+            errors.append(InputError("name", "must be a DNS label (a-z, 0-9, '-'; 63 at most)"))
         if self.pods < 1:
-            raise ValueError(f"step {self.name!r} needs at least one pod, got {self.pods}")
+            errors.append(InputError("pods", f"must be at least 1, got {self.pods}"))
+        checks.refuse(f"step {self.name!r}", errors)
 
     def job(self, workflow: str) -> Job:
         """The trainweave Job: the final pod template (PET_* env when ``torch``)."""
@@ -358,7 +360,46 @@ def service_template(pipeline: Pipeline) -> m.Template:
 def exit_cleanup(*steps: GangStep, workflow: Workflow | None = None) -> str:
     """Add the exit handler releasing ``steps``' Workloads; returns its name for ``on_exit``."""
     wf = workflow or context.active_workflow()
-    pipeline = pipeline_of(steps, context.workflow_name(wf), wf.namespace)
-    for template in [argo.cleanup_handler(), *argo.cleanup_templates(pipeline)]:
+    wf_name = context.workflow_name(wf)
+    pipeline = pipeline_of(steps, wf_name, wf.namespace)
+    release, delete = argo.cleanup_templates(pipeline)
+    assert release.dag is not None
+    release.dag.tasks = [
+        task
+        for step, own in zip(steps, release.dag.tasks, strict=True)
+        for task in _release_instances(step, own, wf, wf_name)
+    ]
+    for template in [argo.cleanup_handler(), release, delete]:
         context.add_template(wf, template)
     return argo.CLEANUP
+
+
+def _release_instances(
+    step: GangStep, own: m.DAGTask, wf: Workflow, wf_name: str
+) -> list[m.DAGTask]:
+    """The release tasks of ``step``: its own group's (``own``), or one per literal instance
+    its tasks in ``wf`` ran as (``<workflow>-<step>-<instance>-a0``); a ``with_param``
+    instance is known only at run time, so it is not released."""
+    instances: set[str] = set()
+    for task in context.tasks_of(wf):
+        if isinstance(task, StepTask) and task.template == f"step-{step.name}":
+            args = task.arguments if isinstance(task.arguments, dict) else {}
+            instances |= _instances(args.get(INSTANCE), task.with_items) or set()
+    if not instances or "" in instances:
+        return [own]
+    prefix = f"{wf_name}-{step.name}-"
+    group = step.group_name(wf_name)
+    return [
+        m.DAGTask(
+            name=f"{own.name}-{instance}",
+            template=own.template,
+            arguments=m.Arguments(
+                parameters=[
+                    m.Parameter(
+                        name="workload", value=group.replace(prefix, f"{prefix}{instance}-", 1)
+                    )
+                ]
+            ),
+        )
+        for instance in sorted(instances)
+    ]

@@ -3,6 +3,7 @@ a step shares no pod group between two tasks, and a step has no outputs."""
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -10,12 +11,14 @@ import pytest
 from hera.workflows import DAG, Container, Parameter, Workflow
 
 from tests.builders import make_runtime, make_trainjob
+from tests.crds import Validator
+from tests.unit.examples import EXAMPLES
 from trainweave import labels as L
 from trainweave.adapters.trainjob.trainer import to_pipeline
 from trainweave.errors import InputErrors
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.model import RetryPolicy
-from trainweave.workflows import GangStep, initializer, post_processor, trainer
+from trainweave.workflows import GangStep, exit_cleanup, initializer, post_processor, trainer
 from trainweave.workflows.checks import OUTPUTS, StepError
 
 Json = dict[str, Any]
@@ -380,3 +383,94 @@ def test_a_step_has_no_outputs(build: Callable[[], None], error: str) -> None:
     with pytest.raises(StepError) as caught:
         build()
     assert str(caught.value) == error
+
+
+# --- passing data and one step twice: examples/hera/eval_gate.py ------------------------------
+
+EVAL_GATE = EXAMPLES / "hera" / "eval_gate.py"
+
+
+def eval_gate() -> Json:
+    spec = importlib.util.spec_from_file_location("hera_eval_gate", EVAL_GATE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return dict(module.w.to_dict())
+
+
+def test_eval_gate_runs_one_step_twice_and_gates_on_a_file() -> None:
+    """Two tasks of one step, each its own instance (pod group, torch master); the loss file
+    on the shared volume read by a plain template as an output parameter for the `when`."""
+    templates = {t["name"]: t for t in eval_gate()["spec"]["templates"]}
+    tasks = templates["main"]["dag"]["tasks"]
+    assert [
+        (t["name"], t["template"], t.get("depends"), t.get("when"), t.get("arguments"))
+        for t in tasks
+    ] == [
+        (
+            "pretrain",
+            "step-node",
+            None,
+            None,
+            {"parameters": [{"name": "instance", "value": "pretrain"}]},
+        ),
+        (
+            "finetune",
+            "step-node",
+            "pretrain",
+            None,
+            {"parameters": [{"name": "instance", "value": "finetune"}]},
+        ),
+        ("loss", "read-loss", "finetune", None, None),
+        (
+            "model-exporter",
+            "step-model-exporter",
+            "loss",
+            "{{tasks.loss.outputs.parameters.loss}} < 0.5",
+            None,
+        ),
+    ]
+    labels = templates["node"]["metadata"]["labels"]
+    assert (
+        labels[L.KUEUE_POD_GROUP_NAME] == "{{workflow.name}}-node-{{inputs.parameters.instance}}-a0"
+    )
+    loss = templates["read-loss"]
+    path = "/workspace/output/eval-loss"
+    assert loss["outputs"] == {"parameters": [{"name": "loss", "valueFrom": {"path": path}}]}
+    assert loss["container"]["volumeMounts"] == [{"name": "workspace", "mountPath": "/workspace"}]
+    assert path in templates["node"]["containerSet"]["containers"][0]["args"]
+
+
+def test_exit_cleanup_releases_each_literal_instance() -> None:
+    release = {t["name"]: t for t in eval_gate()["spec"]["templates"]}["trainweave-cleanup-steps"]
+    assert [
+        (t["name"], t["arguments"]["parameters"][0]["value"]) for t in release["dag"]["tasks"]
+    ] == [
+        ("release-node-finetune", "{{workflow.name}}-node-finetune-a0"),
+        ("release-node-pretrain", "{{workflow.name}}-node-pretrain-a0"),
+        ("release-model-exporter", "{{workflow.name}}-model-exporter-a0"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("task", "workloads"),
+    [
+        ({}, ["w-node-a0"]),
+        ({"with_items": ["1e-4", "3e-4"]}, ["w-node-1e-4-a0", "w-node-3e-4-a0"]),
+        ({"with_param": "{{workflow.parameters.rates}}"}, ["w-node-a0"]),
+    ],
+    ids=["own-group", "items", "param-unknown"],
+)
+def test_exit_cleanup_of_a_fanned_out_step(task: Json, workloads: list[str]) -> None:
+    step = node(nodes=2)
+    with Workflow(name="w", entrypoint="main") as w:
+        with DAG(name="main"):
+            step(name="train", **task)
+        w.on_exit = exit_cleanup(step)
+    release = {t["name"]: t for t in w.to_dict()["spec"]["templates"]}["trainweave-cleanup-steps"]
+    assert [t["arguments"]["parameters"][0]["value"] for t in release["dag"]["tasks"]] == workloads
+
+
+@pytest.mark.schema
+def test_eval_gate_validates_against_argo_crd(workflow_validator: Validator) -> None:
+    assert [e.message for e in workflow_validator.iter_errors(eval_gate())] == []
