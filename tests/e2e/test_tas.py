@@ -1,0 +1,292 @@
+"""Topology-Aware Scheduling on the local control plane: a trainer gang placed in one block, in
+rank order.
+
+The test makes its own fleet: 8 kwok nodes of 8 GPUs, 2 blocks x 2 racks x 2 hosts, tainted so
+that only its TAS ResourceFlavor (which tolerates the taint) lands there; a Topology
+(block, rack, hostname) and a TAS-only ClusterQueue. A first pipeline's trainer (2 nodes x 8 GPUs,
+``podset-required-topology: rack``) fills one rack; then a 4-node x 8-GPU trainer requiring one
+block must go to the other block, all of it. Kueue's Workload says which host each slot of the
+PodSet gets (``status.admission.podSetAssignments[].topologyAssignment``); the pod whose
+``kueue.x-k8s.io/pod-group-pod-index`` is i must run on the i-th (kueue v0.19.2
+``pkg/controller/tas/topology_ungater.go`` ``assignGatedPodsToDomainsByRanks``).
+Run with ``-s`` to print the admitted Workload as ``kubectl get workload -o yaml`` would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, cast
+
+import pytest
+import yaml
+from kubernetes.client.exceptions import ApiException
+
+from .controller_proc import ControllerProc
+from .kube import KUEUE, Kube, condition_is, wait_until
+from .pipelines import apply, example, wait_condition
+
+pytestmark = pytest.mark.e2e
+Json = dict[str, Any]
+BLOCK = "trainweave.test/block"
+RACK = "trainweave.test/rack"
+HOST = "kubernetes.io/hostname"
+POOL = "trainweave.test/pool"
+TAINT = "trainweave.test/tas"
+INDEX = "kueue.x-k8s.io/pod-group-pod-index"
+
+
+def _nodes(ns: str) -> list[Json]:
+    """2 blocks x 2 racks x 2 hosts, 8 GPUs each, kept Ready by kwok."""
+    out = []
+    for b in range(2):
+        for r in range(2):
+            for h in range(2):
+                name = f"{ns}-b{b}-r{r}-h{h}"[-63:].lstrip("-")
+                capacity = {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "pods": "110"}
+                out.append(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Node",
+                        "metadata": {
+                            "name": name,
+                            "annotations": {
+                                "kwok.x-k8s.io/node": "fake",
+                                "node.alpha.kubernetes.io/ttl": "0",
+                            },
+                            "labels": {
+                                "type": "kwok",
+                                POOL: ns,
+                                BLOCK: f"b{b}",
+                                RACK: f"b{b}-r{r}",
+                                HOST: name,
+                                "kubernetes.io/os": "linux",
+                            },
+                        },
+                        "spec": {"taints": [{"key": TAINT, "value": ns, "effect": "NoSchedule"}]},
+                        "status": {"allocatable": capacity, "capacity": capacity},
+                    }
+                )
+    return out
+
+
+def _queue_objects(ns: str) -> list[tuple[str, Json]]:
+    """(plural, object): Topology, TAS flavor, ClusterQueues (cpu: the cluster's cpu flavor;
+    gpu: TAS only) and the LocalQueues cpu/gpu the example's steps use."""
+    api = "kueue.x-k8s.io/v1beta2"
+    selector = {"matchLabels": {"kubernetes.io/metadata.name": ns}}
+    return [
+        (
+            "topologies",
+            {
+                "apiVersion": api,
+                "kind": "Topology",
+                "metadata": {"name": ns},
+                "spec": {"levels": [{"nodeLabel": level} for level in (BLOCK, RACK, HOST)]},
+            },
+        ),
+        (
+            "resourceflavors",
+            {
+                "apiVersion": api,
+                "kind": "ResourceFlavor",
+                "metadata": {"name": ns},
+                "spec": {
+                    "nodeLabels": {POOL: ns},
+                    "nodeTaints": [{"key": TAINT, "value": ns, "effect": "NoSchedule"}],
+                    "tolerations": [
+                        {"key": TAINT, "operator": "Equal", "value": ns, "effect": "NoSchedule"}
+                    ],
+                    "topologyName": ns,
+                },
+            },
+        ),
+        (
+            "clusterqueues",
+            {
+                "apiVersion": api,
+                "kind": "ClusterQueue",
+                "metadata": {"name": f"{ns}-cpu"},
+                "spec": {
+                    "namespaceSelector": selector,
+                    "resourceGroups": [
+                        {
+                            "coveredResources": ["cpu", "memory"],
+                            "flavors": [
+                                {
+                                    "name": "cpu",
+                                    "resources": [
+                                        {"name": "cpu", "nominalQuota": "64"},
+                                        {"name": "memory", "nominalQuota": "512Gi"},
+                                    ],
+                                }
+                            ],
+                        }
+                    ],
+                },
+            },
+        ),
+        (
+            "clusterqueues",
+            {
+                "apiVersion": api,
+                "kind": "ClusterQueue",
+                "metadata": {"name": f"{ns}-gpu"},
+                "spec": {
+                    "namespaceSelector": selector,
+                    "resourceGroups": [
+                        {
+                            "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                            "flavors": [
+                                {
+                                    "name": ns,
+                                    "resources": [
+                                        {"name": "cpu", "nominalQuota": "512"},
+                                        {"name": "memory", "nominalQuota": "4Ti"},
+                                        {"name": "nvidia.com/gpu", "nominalQuota": "64"},
+                                    ],
+                                }
+                            ],
+                        }
+                    ],
+                },
+            },
+        ),
+        *[
+            (
+                "localqueues",
+                {
+                    "apiVersion": api,
+                    "kind": "LocalQueue",
+                    "metadata": {"name": q, "namespace": ns},
+                    "spec": {"clusterQueue": f"{ns}-{q}"},
+                },
+            )
+            for q in ("cpu", "gpu")
+        ],
+    ]
+
+
+@pytest.fixture
+def fleet(kube: Kube, namespace: str) -> Iterator[list[Json]]:
+    """The test's nodes and TAS queues; removed afterwards (they are cluster-scoped)."""
+    nodes = _nodes(namespace)
+    made: list[tuple[str, str]] = []
+    try:
+        for node in nodes:
+            kube.core.create_node(cast(Any, node))  # the client serializes dicts as they are
+
+        def ready() -> bool:
+            for node in nodes:
+                got = kube.core.read_node(node["metadata"]["name"])
+                conds = {c.type: c.status for c in (got.status and got.status.conditions) or []}
+                if conds.get("Ready") != "True":
+                    return False
+            return True
+
+        wait_until("TAS nodes Ready", ready, timeout=60)
+        for plural, obj in _queue_objects(namespace):
+            ns = obj["metadata"].get("namespace")
+            kube.create(KUEUE, plural, obj, ns)
+            if not ns:
+                made.append((plural, obj["metadata"]["name"]))
+        for lq in ("cpu", "gpu"):
+
+            def active(lq: str = lq) -> bool:
+                return condition_is(kube.get(KUEUE, "localqueues", lq, namespace), "Active")
+
+            wait_until(f"LocalQueue {lq} Active", active, timeout=60)
+        yield nodes
+    finally:
+        for plural, name in reversed(made):
+            kube.delete(KUEUE, plural, name)
+        for node in nodes:
+            try:
+                kube.core.delete_node(node["metadata"]["name"])
+            except ApiException as e:
+                if e.status != 404:
+                    raise
+
+
+def _tas_example(ns: str, name: str, nodes: int, level: str, duration: str) -> tuple[Json, Json]:
+    """The e2e llm-finetune pipeline with an 8-GPU trainer of ``nodes`` nodes whose pods require
+    one ``level`` domain (the annotation on the runtime's pod template, as upstream's
+    ``test/e2e/tas/extended/trainjob_test.go`` puts it)."""
+    tj, rt = example(ns, name, nodes=nodes, gpus=8, runtime_name=name, duration="1s")
+    tj["spec"]["runtimeRef"]["name"] = name
+    for rjob in rt["spec"]["template"]["spec"]["replicatedJobs"]:
+        if rjob["name"] == "node":
+            meta = rjob["template"]["spec"]["template"]["metadata"]
+            meta["annotations"]["kueue.x-k8s.io/podset-required-topology"] = level
+            meta["annotations"]["trainweave.test/duration"] = duration
+    return tj, rt
+
+
+def _hosts(wl: Json) -> list[str]:
+    """The host of each pod slot of the Workload's one TAS PodSet, in slot order
+    (``utiltas.InternalSeqFrom``: slices in order, each domain ``count`` times)."""
+    (psa,) = [
+        p for p in wl["status"]["admission"]["podSetAssignments"] if p.get("topologyAssignment")
+    ]
+    ta = psa["topologyAssignment"]
+    assert ta["levels"] == [HOST]  # with a hostname level Kueue assigns hosts only
+    out = []
+    for s in ta["slices"]:
+        (values,) = s["valuesPerLevel"]
+        for i in range(s["domainCount"]):
+            if "universal" in values:
+                host = values["universal"]
+            else:
+                ind = values["individual"]
+                host = ind.get("prefix", "") + ind["roots"][i] + ind.get("suffix", "")
+            counts = s["podCounts"]
+            count = counts["universal"] if "universal" in counts else counts["individual"][i]
+            out += [host] * count
+    return out
+
+
+def _admitted(wl: Json) -> bool:
+    return condition_is(wl, "Admitted")
+
+
+def _placed(kube: Kube, ns: str, group: str, count: int) -> dict[int, str]:
+    """rank -> node of the group's pods, once all ``count`` are bound."""
+
+    def bound() -> dict[int, str] | None:
+        pods = [p for p in kube.group_pods(ns, group) if p.metadata.deletion_timestamp is None]
+        if len(pods) != count or not all(p.spec.node_name for p in pods):
+            return None
+        return {int(p.metadata.labels[INDEX]): p.spec.node_name for p in pods}
+
+    return wait_until(f"pods of {group} bound", bound, timeout=120)
+
+
+def test_trainer_lands_in_one_block_in_rank_order(
+    kube: Kube, namespace: str, fleet: list[Json], controller: ControllerProc
+) -> None:
+    block_of = {n["metadata"]["name"]: n["metadata"]["labels"][BLOCK] for n in fleet}
+    # the first pipeline's trainer fills one rack (2 of the 8 nodes) and keeps running
+    apply(kube, namespace, *_tas_example(namespace, "fill", 2, RACK, "600s"))
+    fill = kube.wait_workload(namespace, "fill-node-a0", _admitted, "admitted", timeout=180)
+    fill_nodes = _placed(kube, namespace, "fill-node-a0", 2)
+    (fill_block,) = {block_of[n] for n in fill_nodes.values()}
+
+    apply(kube, namespace, *_tas_example(namespace, "big", 4, BLOCK, "5s"))
+    wl = kube.wait_workload(namespace, "big-node-a0", _admitted, "admitted", timeout=180)
+    print("\n$ kubectl get workload big-node-a0 -o yaml  # status.admission")
+    print(yaml.safe_dump({"status": {"admission": wl["status"]["admission"]}}, sort_keys=False))
+    (podset,) = wl["spec"]["podSets"]
+    assert podset["topologyRequest"] == {
+        "required": BLOCK,
+        "podIndexLabel": INDEX,
+    }
+    hosts = _hosts(wl)
+    placed = _placed(kube, namespace, "big-node-a0", 4)
+    print(f"fill (rack): {fill_nodes}\nbig (block): {placed}")
+    # all in one block, the one the first trainer left whole
+    assert {block_of[h] for h in hosts} == {block_of[n] for n in placed.values()}
+    (big_block,) = {block_of[n] for n in placed.values()}
+    assert big_block != fill_block
+    # rank i on the host Kueue assigned to slot i
+    assert placed == dict(enumerate(hosts))
+    wait_condition(kube, namespace, "Complete", name="big", timeout=240)
+    assert fill is not None
