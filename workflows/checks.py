@@ -38,9 +38,9 @@ OUTPUTS = (
     "a trainweave step has no outputs: Argo v4.0.7 reads a containerSet's outputs only from a"
     " container named 'main', and the step's container keeps its own name. Pass data through a"
     " volume both steps mount (the Workflow's volume_claim_templates, or a PVC in volumes= and"
-    " volume_mounts=); to branch on a value, read the file in a plain Hera template that mounts"
-    " the same volume and declares the output parameter, and put `when` on that task"
-    " (docs/hera.md, 'Passing data between steps')"
+    " volume_mounts=). To branch on a value, read the file in a plain Hera template that mounts"
+    " the same volume and declares it as an output parameter; a `when` may name that task's"
+    " output (docs/hera.md 'Passing data between steps', examples/hera/eval_gate.py)"
 )
 
 # TrainJob field -> builder argument, most specific first.
