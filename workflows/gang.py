@@ -27,8 +27,12 @@ name ``<workflow>-<name>-<instance>-a0`` and the hostnames
 each run is its own rank 0); the pod template may use
 ``{{inputs.parameters.instance}}`` (e.g. in ``args``).
 
+A second task of one step must name its own ``instance`` (``tasks.check_call``), and a
+step's Task has no outputs (``tasks.StepTask``).
+
 ``exit_cleanup`` adds render's exit handler, which deletes the step Workloads
-of a run that did not succeed (Kueue never finishes a failed pod group).
+of a run that did not succeed (Kueue never finishes a failed pod group), one per
+literal instance of a fanned-out step.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from hera.workflows import Artifact, Parameter, Task, Workflow
+from hera.workflows import Task, Workflow
 from hera.workflows import models as m
 
 from trainweave.adapters import names
@@ -51,13 +55,12 @@ from trainweave.adapters.trainjob.jobspec import DEFAULT_BACKOFF_LIMIT
 from trainweave.errors import InputError
 from trainweave.labels import Ancestor, StepRole
 from trainweave.model import HeadlessService, Job, Pipeline, RetryPolicy, Step
-from trainweave.workflows import checks, context
-from trainweave.workflows.checks import StepError
+from trainweave.workflows import checks, context, tasks
 
 Json = dict[str, Any]
 SERVICE_TEMPLATE = "trainweave-service"
 DEFAULT_RETRY = RetryPolicy(DEFAULT_BACKOFF_LIMIT)  # batch/v1 Job default backoffLimit, per pod
-INSTANCE = "instance"
+INSTANCE = tasks.INSTANCE
 INSTANCE_VALUE = "{{inputs.parameters.instance}}"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -180,91 +183,16 @@ class GangStep:
         fan_out = instance is not None
         shapes = [self.templates(context.workflow_name(wf), wf.namespace, f) for f in (False, True)]
         if context.template(wf, f"step-{self.name}") in (None, shapes[0][0], shapes[1][0]):
-            self._check_call(wf, name or self.name, instance, task)  # not another step's name
+            group = self.group_name(context.workflow_name(wf))  # not another step's name:
+            tasks.check_call(self.name, group, self.torch, wf, name or self.name, instance, task)
         for template in shapes[fan_out]:
             context.add_template(wf, template)
         if fan_out:
             task["arguments"] = {**(task.get("arguments") or {}), INSTANCE: instance}
-        return StepTask(name=name or self.name, template=f"step-{self.name}", **task)
-
-    def _check_call(self, wf: Workflow, name: str, instance: str | None, task: Json) -> None:
-        """Refuse ``outputs=``, a reference to a step's outputs, and a second task of this step
-        in ``wf`` that would share a pod group with an earlier one (one group per instance)."""
-        errors = []
-        if "outputs" in task:
-            errors.append(InputError("outputs", checks.OUTPUTS))
-        steps = {t.name for t in context.tasks_of(wf) if isinstance(t, StepTask)}
-        for key in ("when", "arguments"):
-            for ref in sorted(checks.output_refs(task.get(key)) & steps):
-                errors.append(InputError(key, f"names outputs of task {ref!r}: {checks.OUTPUTS}"))
-        mine = _instances(instance, task.get("with_items"))
-        for other in context.tasks_of(wf):
-            if other.template != f"step-{self.name}" or not isinstance(other, StepTask):
-                continue
-            args = other.arguments if isinstance(other.arguments, dict) else {}
-            theirs = _instances(args.get(INSTANCE), other.with_items)
-            shared = mine & theirs if mine is not None and theirs is not None else set()
-            if "" in (mine or set()) | (theirs or set()):
-                group = self.group_name(context.workflow_name(wf))
-                master = " and one torch master" if self.torch else ""
-                errors.append(
-                    InputError(
-                        "name",
-                        f"step {self.name!r} already runs as task {other.name!r} of this Workflow;"
-                        f" both would be Kueue pod group {group!r}{master}. Give each call its own"
-                        " instance= (a DNS label: each instance is its own pod group), or build a"
-                        " second step with another name",
-                    )
-                )
-            elif shared:
-                errors.append(
-                    InputError(
-                        INSTANCE,
-                        f"{', '.join(map(repr, sorted(shared)))} already names a pod group of step"
-                        f" {self.name!r} (task {other.name!r}); an instance is one pod group, once"
-                        " per Workflow",
-                    )
-                )
-        checks.refuse(f"{self.name}(name={name!r})", errors)
+        return tasks.StepTask(name=name or self.name, template=f"step-{self.name}", **task)
 
     def _subdomain(self, workflow: str) -> str:
         return self.subdomain or workflow
-
-
-class StepTask(Task):
-    """A trainweave step's Task: Hera's, except that it has no outputs (``checks.OUTPUTS``)."""
-
-    @property
-    def result(self) -> str:
-        raise self._no_outputs()
-
-    def get_result_as(self, name: str) -> Parameter:
-        raise self._no_outputs()
-
-    def get_parameter(self, name: str) -> Parameter:
-        raise self._no_outputs()
-
-    def get_parameters_as(self, name: str) -> Parameter:
-        raise self._no_outputs()
-
-    def get_artifact(self, name: str) -> Artifact:
-        raise self._no_outputs()
-
-    def get_outputs_as_arguments(self) -> list[Parameter | Artifact]:
-        raise self._no_outputs()
-
-    def _no_outputs(self) -> StepError:
-        return StepError([InputError("outputs", checks.OUTPUTS, source=f"task {self.name!r}")])
-
-
-def _instances(instance: str | None, items: Any) -> set[str] | None:
-    """The pod-group instances of one call: {""} for the step's own group, the literal items or
-    instance, or None when only run time tells (``with_param``, an expression)."""
-    if instance is None:
-        return {""}
-    if instance == "{{item}}" and isinstance(items, list):
-        return {str(i) for i in items}
-    return None if "{{" in instance else {instance}
 
 
 def workflow_volume_mounts(pod: m.Template) -> m.Template:
@@ -380,11 +308,7 @@ def _release_instances(
     """The release tasks of ``step``: its own group's (``own``), or one per literal instance
     its tasks in ``wf`` ran as (``<workflow>-<step>-<instance>-a0``); a ``with_param``
     instance is known only at run time, so it is not released."""
-    instances: set[str] = set()
-    for task in context.tasks_of(wf):
-        if isinstance(task, StepTask) and task.template == f"step-{step.name}":
-            args = task.arguments if isinstance(task.arguments, dict) else {}
-            instances |= _instances(args.get(INSTANCE), task.with_items) or set()
+    instances = tasks.instances_of(wf, step.name)
     if not instances or "" in instances:
         return [own]
     prefix = f"{wf_name}-{step.name}-"
