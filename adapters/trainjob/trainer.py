@@ -69,7 +69,8 @@ def to_pipeline(
     spec = runtime.spec
     policy = policies.of(spec)
     ctx = Context(trainjob, spec)
-    errors = validate.jobset_errors(spec) + policies.unsupported_errors(spec)
+    errors = validate.jobset_errors(spec) + validate.runtime_errors(spec)
+    errors += policies.unsupported_errors(spec)
     errors += policy.validate(ctx) if not errors else []
     raw_jobs = [
         rj.model_dump(by_alias=True, exclude_none=True) for rj in spec.template.spec.replicated_jobs
@@ -79,6 +80,7 @@ def to_pipeline(
         [p.model_dump(by_alias=True, exclude_none=True) for p in trainjob.spec.runtime_patches],
     )
     errors += patch_errors + validate.initializer_errors(trainjob, raw_jobs)
+    errors += validate.manager_errors(trainjob)
     if errors:
         raise InputErrors(errors)
     rjobs = spec.template.spec.replicated_jobs

@@ -1,4 +1,6 @@
-"""TrainJob + runtime checks that need no translation: rejected fields, names, initializers.
+"""TrainJob + runtime checks that need no translation: rejected fields, names, initializers,
+and what Kubeflow Trainer v2.3.0 refuses at admission (its runtime webhook, the runtime CRD's CEL
+rules, the JobSet plugin's runtimePatches check).
 
 Pure. Each function returns the InputErrors it finds; ``adapters.trainjob.trainer`` runs them
 before building the Pipeline.
@@ -6,12 +8,13 @@ before building the Pipeline.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from trainweave.adapters import names
 from trainweave.errors import InputError
 from trainweave.inputs import RuntimeSpec, TrainJob
-from trainweave.labels import Ancestor, Reason
+from trainweave.labels import TRAINJOB_ANCESTOR, Ancestor, Reason
 from trainweave.model import Job
 
 Json = dict[str, Any]
@@ -72,6 +75,96 @@ def jobset_errors(spec: RuntimeSpec) -> list[InputError]:
                 reason=Reason.UNSUPPORTED_FIELD,
             )
         )
+    return errors
+
+
+# trainingruntime_webhook.go expectedContainerNames: the container each ancestor job must have
+_REQUIRED_CONTAINER = {
+    Ancestor.TRAINER: "node",
+    Ancestor.DATASET_INITIALIZER: "dataset-initializer",
+    Ancestor.MODEL_INITIALIZER: "model-initializer",
+}
+_POLICIES = ("torch", "mpi", "jax", "xgboost", "flux")
+
+
+def runtime_errors(spec: RuntimeSpec) -> list[InputError]:
+    """What Trainer refuses in a runtime before any TrainJob uses it.
+
+    The (Cluster)TrainingRuntime webhook's ``validateReplicatedJobs``
+    (kubeflow/trainer@v2.3.0 ``pkg/webhooks/trainingruntime_webhook.go``): a job labelled with
+    an ancestor runs once (``replicas`` 1) and has that ancestor's container among its
+    ``containers``; and the CRD's CEL rule on ``mlPolicy`` (``trainingruntime_types.go``
+    ``MLPolicy``): one policy at most.
+    """
+    errors = []
+    for i, rj in enumerate(spec.template.spec.replicated_jobs):
+        labels = (rj.template.get("metadata") or {}).get("labels") or {}
+        label = labels.get(TRAINJOB_ANCESTOR)
+        if label not in {a.value for a in Ancestor}:
+            continue
+        path = f"spec.template.spec.replicatedJobs[{i}]"
+        if rj.replicas != 1:
+            errors.append(
+                InputError(
+                    f"{path}.replicas",
+                    f"always must be 1 in a job labelled {TRAINJOB_ANCESTOR}: {label}, got"
+                    f" {rj.replicas}",
+                    reason=Reason.INVALID_RUNTIME,
+                )
+            )
+        pod = ((rj.template.get("spec") or {}).get("template") or {}).get("spec") or {}
+        required = _REQUIRED_CONTAINER[Ancestor(label)]
+        # none at all: the CRD's pod schema refuses it first (to_pipeline says so)
+        if pod.get("containers") and container(pod, required) is None:
+            errors.append(
+                InputError(
+                    f"{path}.template.spec.template.spec.containers",
+                    f"must contain the required container for the ancestor: {label} (a"
+                    f" container named {required!r})",
+                    reason=Reason.INVALID_RUNTIME,
+                )
+            )
+    policy = spec.ml_policy
+    chosen = [key for key in _POLICIES if policy is not None and getattr(policy, key) is not None]
+    if len(chosen) > 1:
+        errors.append(
+            InputError(
+                "spec.mlPolicy",
+                f"Only one of the policy can be configured, got {', '.join(chosen)}",
+                reason=Reason.INVALID_RUNTIME,
+            )
+        )
+    return errors
+
+
+# k8s.io/apimachinery pkg/util/validation IsDomainPrefixedPath: a DNS-1123 subdomain host, "/",
+# then an HTTP path
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_HTTP_PATH = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
+
+
+def manager_errors(trainjob: TrainJob) -> list[InputError]:
+    """``spec.runtimePatches[i].manager``: a domain-prefixed path such as ``example.com/tuner``
+    (the JobSet plugin's Validate, kubeflow/trainer@v2.3.0
+    ``pkg/runtime/framework/plugins/jobset/jobset.go``, with ``IsDomainPrefixedPath``)."""
+    errors = []
+    for i, patch in enumerate(trainjob.spec.runtime_patches):
+        host, slash, rest = patch.manager.partition("/")
+        if (
+            not slash
+            or not rest
+            or len(host) > 253
+            or not _SUBDOMAIN.fullmatch(host)
+            or not _HTTP_PATH.fullmatch(rest)
+        ):
+            errors.append(
+                InputError(
+                    f"spec.runtimePatches[{i}].manager",
+                    f"{patch.manager!r} must be a domain-prefixed path (such as"
+                    ' "acme.io/foo"): the domain of the tool that wrote the patch',
+                    reason=Reason.INVALID_TRAINJOB,
+                )
+            )
     return errors
 
 

@@ -5,13 +5,16 @@
 // generated there; nothing of upstream's is in this repository). For every case it:
 //  1. applies the CRD schema defaults of the pinned module's manifests/base/crds (the
 //     kube-apiserver's structural defaulting),
-//  2. validates the runtime with the (Cluster)TrainingRuntime webhook's ValidateCreate,
+//  2. validates the runtime with the (Cluster)TrainingRuntime webhook's ValidateCreate, and
+//     runtime and TrainJob with their CRD's CEL rules (x-kubernetes-validations: what the
+//     kube-apiserver refuses before any webhook, e.g. two mlPolicies at once),
 //  3. validates the TrainJob with the runtime's ValidateObjects (the TrainJob webhook),
 //  4. builds the objects with the runtime's NewObjects (the TrainJob controller), against a fake
 //     client holding the runtime, and lists the ConfigMaps that call created (the snapshot).
 //
 // stdin: a JSON list of {"name", "trainJob", "runtime"}; stdout: a JSON list of
-// {"name", "runtimeErrors", "errors", "warnings", "buildError", "objects", "created"}.
+// {"name", "runtimeErrors", "runtimeFieldErrors", "crdErrors", "errors", "warnings", "buildError",
+// "objects", "created"}: runtimeFieldErrors are runtimeErrors with the field.ErrorList paths.
 // Usage: oracle --crds DIR < cases.json
 package main
 
@@ -28,9 +31,11 @@ import (
 	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	celvalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	apiservercel "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -58,6 +63,8 @@ type fieldError struct {
 type result struct {
 	Name          string           `json:"name"`
 	RuntimeErrors []string         `json:"runtimeErrors"`
+	RuntimeFields []fieldError     `json:"runtimeFieldErrors"`
+	CRDErrors     []fieldError     `json:"crdErrors"`
 	Errors        []fieldError     `json:"errors"`
 	Warnings      []string         `json:"warnings"`
 	BuildError    string           `json:"buildError,omitempty"`
@@ -131,44 +138,64 @@ func loadSchemas(dir string) (map[string]*structuralschema.Structural, error) {
 	return out, nil
 }
 
-// decode applies the CRD defaults of obj's kind, then decodes it into into.
-func decode(schemas map[string]*structuralschema.Structural, obj map[string]any, into any) error {
+// decode applies the CRD defaults of obj's kind, then decodes it into into; it returns what the
+// CRD's CEL rules refuse (as the kube-apiserver runs them on create: no old object).
+func decode(schemas map[string]*structuralschema.Structural, obj map[string]any, into any) ([]fieldError, error) {
 	kind, _ := obj["kind"].(string)
 	s, ok := schemas[kind]
 	if !ok {
-		return fmt.Errorf("no CRD for kind %q", kind)
+		return nil, fmt.Errorf("no CRD for kind %q", kind)
 	}
 	structuraldefaulting.Default(obj, s)
+	var refused []fieldError
+	if v := celvalidation.NewValidator(s, true, apiservercel.PerCallLimit); v != nil {
+		errs, _ := v.Validate(context.Background(), nil, s, obj, nil, apiservercel.RuntimeCELCostBudget)
+		refused = fieldErrors(errs)
+	}
 	raw, err := json.Marshal(obj)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return json.Unmarshal(raw, into)
+	return refused, json.Unmarshal(raw, into)
+}
+
+func fieldErrors(errs field.ErrorList) []fieldError {
+	out := []fieldError{}
+	for _, e := range errs {
+		out = append(out, fieldError{Field: e.Field, Type: string(e.Type), Detail: e.Detail, Message: e.Error()})
+	}
+	return out
 }
 
 func run(schemas map[string]*structuralschema.Structural, c inputCase) (result, error) {
 	ctx := context.Background()
-	r := result{Name: c.Name, RuntimeErrors: []string{}, Errors: []fieldError{}, Warnings: []string{},
-		Objects: []map[string]any{}, Created: []map[string]any{}}
+	r := result{Name: c.Name, RuntimeErrors: []string{}, RuntimeFields: []fieldError{}, CRDErrors: []fieldError{},
+		Errors: []fieldError{}, Warnings: []string{}, Objects: []map[string]any{}, Created: []map[string]any{}}
 	var job trainer.TrainJob
-	if err := decode(schemas, c.TrainJob, &job); err != nil {
+	refused, err := decode(schemas, c.TrainJob, &job)
+	if err != nil {
 		return r, fmt.Errorf("trainJob: %w", err)
 	}
+	r.CRDErrors = append(r.CRDErrors, refused...)
 	builder := testingutil.NewClientBuilder()
 	var runtimeErr error
 	switch kind, _ := c.Runtime["kind"].(string); kind {
 	case trainer.TrainingRuntimeKind:
 		var rt trainer.TrainingRuntime
-		if err := decode(schemas, c.Runtime, &rt); err != nil {
+		refused, err := decode(schemas, c.Runtime, &rt)
+		if err != nil {
 			return r, fmt.Errorf("runtime: %w", err)
 		}
+		r.CRDErrors = append(r.CRDErrors, refused...)
 		_, runtimeErr = (&webhooks.TrainingRuntimeValidator{}).ValidateCreate(ctx, &rt)
 		builder = builder.WithObjects(&rt)
 	case trainer.ClusterTrainingRuntimeKind:
 		var rt trainer.ClusterTrainingRuntime
-		if err := decode(schemas, c.Runtime, &rt); err != nil {
+		refused, err := decode(schemas, c.Runtime, &rt)
+		if err != nil {
 			return r, fmt.Errorf("runtime: %w", err)
 		}
+		r.CRDErrors = append(r.CRDErrors, refused...)
 		var warnings []string
 		warnings, runtimeErr = (&webhooks.ClusterTrainingRuntimeValidator{}).ValidateCreate(ctx, &rt)
 		r.Warnings = append(r.Warnings, warnings...)
@@ -177,6 +204,7 @@ func run(schemas map[string]*structuralschema.Structural, c inputCase) (result, 
 		return r, fmt.Errorf("runtime kind %q", kind)
 	}
 	r.RuntimeErrors = append(r.RuntimeErrors, messages(runtimeErr)...)
+	r.RuntimeFields = append(r.RuntimeFields, runtimeFields(runtimeErr)...)
 	cl := builder.Build()
 	runtimes, err := runtimecore.New(ctx, cl, testingutil.AsIndex(builder), nil)
 	if err != nil {
@@ -188,9 +216,7 @@ func run(schemas map[string]*structuralschema.Structural, c inputCase) (result, 
 	}
 	warnings, errs := rt.ValidateObjects(ctx, nil, &job)
 	r.Warnings = append(r.Warnings, warnings...)
-	for _, e := range errs {
-		r.Errors = append(r.Errors, fieldError{Field: e.Field, Type: string(e.Type), Detail: e.Detail, Message: e.Error()})
-	}
+	r.Errors = append(r.Errors, fieldErrors(errs)...)
 	if len(errs) != 0 || len(r.RuntimeErrors) != 0 {
 		return r, nil
 	}
@@ -245,4 +271,19 @@ func messages(err error) []string {
 	return []string{err.Error()}
 }
 
-var _ = field.ErrorList{}
+// runtimeFields: the field errors of a runtime webhook's aggregate (its validateReplicatedJobs
+// field.ErrorList, through ToAggregate).
+func runtimeFields(err error) []fieldError {
+	var agg utilerrors.Aggregate
+	if err == nil || !errors.As(err, &agg) {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, e := range agg.Errors() {
+		var fe *field.Error
+		if errors.As(e, &fe) {
+			errs = append(errs, fe)
+		}
+	}
+	return fieldErrors(errs)
+}

@@ -4,7 +4,8 @@ Pure. As kubeflow/trainer@v2.3.0 ``plugins/torch/torch.go``: when the TrainJob h
 trainer, its env then ``PET_NNODES`` / ``PET_NPROC_PER_NODE`` / ``PET_NODE_RANK`` (and
 ``PET_MASTER_ADDR`` / ``PET_MASTER_PORT`` unless torchtune rewrites the command) on the
 trainer's ``node`` container, plus its port; every envInjection target gets all five.
-Validation: envInjection targets exist (on ``spec.runtimeRef``), reserved PET_* env,
+Validation: envInjection targets name no ``node`` (the CRD's CEL rule) and exist (on
+``spec.runtimeRef``), reserved PET_* env,
 torchtune's checks (``policies.torchtune``).
 """
 
@@ -47,7 +48,18 @@ class Torch:
         policy = ctx.spec.ml_policy.torch if ctx.spec.ml_policy else None
         errors: list[InputError] = []
         pods = _pods(ctx)
-        for target in policy.env_injection.targets if policy and policy.env_injection else []:
+        targets = policy.env_injection.targets if policy and policy.env_injection else []
+        for i, target in enumerate(targets):
+            if "node" in target.container_names:
+                # the CRD's CEL rule on containerNames (trainingruntime_types.go)
+                errors.append(
+                    InputError(
+                        f"spec.mlPolicy.torch.envInjection.targets[{i}].containerNames",
+                        "containerNames must not include the main node container because PET_*"
+                        " envs are always injected into it",
+                    )
+                )
+        for target in targets:
             for name in target.container_names:
                 pod = (pods.get(target.job_name) or [{}])[0]
                 if validate.container(pod, name, init=True) is None:
