@@ -111,6 +111,10 @@ def configuration(kubeconfig: str | None) -> Any:
 
     from trainweave.integrations.cluster.kube import load_configuration
 
+    if kubeconfig and not any(
+        os.path.exists(os.path.expanduser(p)) for p in kubeconfig.split(os.pathsep)
+    ):  # the client skips missing files and then says only "No configuration found"
+        raise InputErrors([InputError("(kubeconfig)", "no such file", kubeconfig)])
     try:
         return load_configuration(kubeconfig)
     except (ConfigException, OSError, yaml.YAMLError, TypeError, ValueError) as exc:
