@@ -20,6 +20,10 @@ from typing import Any, cast
 
 import pytest
 
+from trainweave.adapters.argo import retry
+from trainweave.integrations.views import verdict
+from trainweave.integrations.views.argo_view import view
+
 from .controller_proc import ControllerProc
 from .kube import KUEUE, Kube, Pod, condition, condition_is, pod_nodes, wait_until
 from .pipelines import apply, trainjob, wait_condition, workflows
@@ -299,3 +303,104 @@ def test_preempted_trainer_is_killed_for_real_and_argo_brings_it_back(
         f"retried {t_retried:.1f}s, urgent Succeeded {t_urgent:.1f}s, "
         f"re-admitted {t_readmitted:.1f}s, TrainJob Complete {t_complete:.1f}s"
     )
+
+
+ROUNDS = 5  # issue 20: the preemption repeated at least 5 times in one run
+
+
+def budget_spent(kube: Kube, namespace: str) -> dict[str, int]:
+    """The trainer's counted failures per rank, as the controller judges its Workflow now (the
+    disruptions it recorded, ``trainweave.io/disruptions``, and Argo's attempts)."""
+    (wf,) = workflows(kube, namespace)
+    v = view(wf)
+    policy = retry.policy_of_wire(v.backoff_limits["node"]["node"])
+    counted, failed = verdict.spent("node", policy, v.steps["node"], v.disruptions)
+    assert failed is None, failed
+    return counted
+
+
+def test_five_preemptions_cost_no_retry(
+    kube: Kube,
+    namespace: str,
+    real_example: Any,
+    priorities: tuple[str, str],
+    controller: ControllerProc,
+) -> None:
+    """The trainer (``backoffLimitPerIndex: 2``) is preempted ROUNDS times while it trains; each
+    time both ranks die (143, or 4 for a rank that lost its peer first) and the budget consumed
+    stays 0; the same Workload is re-admitted each time and the TrainJob ends Complete."""
+    low, high = priorities
+    preempting_trainer_queue(kube, namespace)
+    tj, rt = real_example()
+    env = {e["name"]: e for e in tj["spec"]["trainer"]["env"]}
+    for k, v in TRAIN.items():
+        env.setdefault(k, {"name": k})["value"] = v
+    tj["spec"]["trainer"]["env"] = list(env.values())
+    tj["metadata"].setdefault("labels", {})["kueue.x-k8s.io/priority-class"] = low
+    apply(kube, namespace, tj, rt)
+    name = tj["metadata"]["name"]
+    group = f"{name}-node-a0"
+    gone: set[str] = set()  # uids of the trainer pods preempted so far
+    codes: list[dict[str, int | None]] = []
+
+    def not_failed() -> None:
+        cond = condition(trainjob(kube, namespace, name), "Failed")
+        assert not (cond and cond["status"] == "True"), cond
+
+    for round_ in range(ROUNDS):
+
+        def training(gone: set[str] = gone) -> list[Pod] | None:
+            not_failed()
+            pods = [p for p in step_pods(kube, namespace, "node") if p.metadata.uid not in gone]
+            if len(pods) != 2 or not all(running(p, "node") for p in pods):
+                return None
+            ok = all("rendezvous complete" in logs(kube, namespace, p, "node") for p in pods)
+            return pods if ok else None
+
+        # Argo's backoff before a retry doubles with each attempt (10 s, 20 s, ... capped at 6 m)
+        pods = wait_until(f"round {round_}: both ranks training", training, timeout=600)
+        wl = kube.workload(namespace, group)
+        assert wl is not None and condition_is(wl, "QuotaReserved"), wl
+        uid = wl["metadata"]["uid"]
+        urgent = urgent_pod(namespace, high)
+        urgent["metadata"]["name"] = f"urgent-{round_}"
+        kube.core.create_namespaced_pod(namespace, cast(Any, urgent))
+        kube.wait_workload(
+            namespace, group, lambda w: condition_is(w, "Evicted"), "evicted", timeout=60
+        )
+        killed: dict[str, int | None] = {}
+
+        def all_killed(pods: list[Pod] = pods, killed: dict[str, int | None] = killed) -> bool:
+            not_failed()
+            now = {p.metadata.uid: p for p in kube.pods(namespace)}
+            for p in pods:
+                live = now.get(p.metadata.uid)
+                code = exit_codes(live).get("node") if live is not None else None
+                if live is None or code is not None:
+                    killed[p.metadata.name] = code
+            return len(killed) == len(pods)
+
+        wait_until(f"round {round_}: ranks killed", all_killed, timeout=60)
+        codes.append(killed)
+        gone.update(p.metadata.uid for p in pods)
+
+        def urgent_done(round_: int = round_) -> bool:
+            not_failed()
+            pod: Pod = kube.core.read_namespaced_pod(f"urgent-{round_}", namespace)
+            return pod.status is not None and pod.status.phase == "Succeeded"
+
+        wait_until(f"round {round_}: urgent pod Succeeded", urgent_done, timeout=120)
+        kube.wait_workload(
+            namespace, group, lambda w: condition_is(w, "QuotaReserved"), "re-admitted", 600
+        )
+        got = kube.workload(namespace, group)
+        assert got is not None and got["metadata"]["uid"] == uid  # the same Workload each time
+        assert budget_spent(kube, namespace) == {}, (round_, killed)
+
+    wait_condition(kube, namespace, "Complete", timeout=600, name=name)
+    assert budget_spent(kube, namespace) == {}
+    (wf,) = workflows(kube, namespace)
+    assert wf["status"]["phase"] == "Succeeded"
+    record = view(wf).disruptions["node"]
+    assert {m.reason for m in record} == {"WorkloadEvictedDueToPreempted"}
+    print(f"\n{ROUNDS} preemptions, trainer exit codes per round: {codes}; budget consumed 0")
