@@ -178,8 +178,8 @@ def _render(args: argparse.Namespace) -> int:
         manifests = render.render(inputs.trainjob, inputs.runtime, options)
     except InputErrors as exc:
         raise _blame(exc, inputs) from None
-    shared = _shared_backoff_limits(inputs, manifests)
-    if shared:
+    shared = [] if args.controller else _shared_backoff_limits(inputs, manifests)
+    if shared:  # applied alone (without the controller), Argo cannot keep a shared budget
         print(
             f"note: backoffLimit of {', '.join(shared)} is shared by all its pods; only the"
             " trainweave controller keeps that budget (applied alone, Argo gives each pod the"
