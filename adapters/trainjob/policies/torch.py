@@ -23,7 +23,7 @@ from trainweave.adapters.trainjob.policies.base import (
     trainer_node,
 )
 from trainweave.errors import InputError
-from trainweave.labels import Ancestor
+from trainweave.labels import Ancestor, Reason
 
 
 def _quoted(text: str) -> str:
@@ -57,6 +57,7 @@ class Torch:
                         f"spec.mlPolicy.torch.envInjection.targets[{i}].containerNames",
                         "containerNames must not include the main node container because PET_*"
                         " envs are always injected into it",
+                        reason=Reason.INVALID_RUNTIME,
                     )
                 )
         for target in targets:
