@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from trainweave import inputs, k8s_schema
+from trainweave import inputs, k8s_schema, pod_rules
 from trainweave.adapters import names
 from trainweave.adapters.trainjob import jobspec, mlpolicy, validate
 from trainweave.adapters.trainjob.policies.base import reserved_env_errors
@@ -56,6 +56,7 @@ _ARGS = {
     "spec.trainer.resourcesPerNode": "resources",
     "spec.trainer.numProcPerNode": "nproc_per_node",
 }
+_SECTIONS = ("limits", "requests")
 _OUTPUT_REF = re.compile(r"tasks\.([A-Za-z0-9][-A-Za-z0-9]*)\.outputs")
 
 
@@ -127,6 +128,45 @@ def pod_errors(arguments: Mapping[str, tuple[Any, str]]) -> list[InputError]:
         for arg, (value, type_name) in arguments.items()
         for error in k8s_schema.check(value, type_name, arg, Reason.INVALID_RUNTIME)
     ]
+
+
+def rendered_errors(
+    pod_spec: Json, own_volumes: int, env_offset: int, gpus: tuple[str, int] | None
+) -> list[InputError]:
+    """The step's final pod as the API server judges it: ``pod_rules.pod_spec_errors``, the
+    rules the CLI applies to every rendered pod. Its mounts may name volumes the Workflow adds
+    (``volumes``, ``volumeClaimTemplates``). Paths name the builder argument: the container's
+    fields, ``volumes`` (after the ``own_volumes`` of ``pod_spec``), ``env`` (after the builder's
+    own ``env_offset`` entries), ``gpus_per_node``, else ``pod_spec``."""
+    mounts = {
+        mount.get("name")
+        for container in pod_spec.get("containers") or []
+        for mount in container.get("volumeMounts") or []
+    }
+    errors = pod_rules.pod_spec_errors(pod_spec, "pod", Reason.INVALID_RUNTIME, mounts)
+    return [_pod_argument(e, own_volumes, env_offset, gpus) for e in errors]
+
+
+def _pod_argument(
+    error: InputError, own_volumes: int, env_offset: int, gpus: tuple[str, int] | None
+) -> InputError:
+    path = error.path
+    if match := re.match(r"^pod\.containers\[0\]\.env\[(\d+)\](.*)$", path):
+        i = int(match.group(1)) - env_offset
+        path = f"env[{i}]{match.group(2)}" if i >= 0 else "storage_uri"
+    elif match := re.match(r"^pod\.volumes\[(\d+)\](.*)$", path):
+        i = int(match.group(1))
+        path = f"pod_spec.volumes[{i}]" if i < own_volumes else f"volumes[{i - own_volumes}]"
+        path += match.group(2)
+    elif path.startswith("pod.containers[0]."):
+        rest = path.removeprefix("pod.containers[0].")
+        field = rest.split(".")[0].split("[")[0]
+        gpu = gpus is not None and rest in (f"resources.{s}.{gpus[0]}" for s in _SECTIONS)
+        renamed = {"volumeMounts": "volume_mounts", "ports": "container.ports"}
+        path = "gpus_per_node" if gpu else renamed.get(field, field) + rest[len(field) :]
+    else:
+        path = "pod_spec" + path.removeprefix("pod")
+    return replace(error, path=path)
 
 
 def queue_errors(queue: str) -> list[InputError]:

@@ -70,7 +70,7 @@ def initializer(
         container["envFrom"] = [{"secretRef": {"name": secret}}]
     if ancestor is None and name in {a.value for a in Ancestor} - {Ancestor.TRAINER.value}:
         ancestor = Ancestor(name)
-    return GangStep(
+    step = GangStep(
         name,
         StepRole.INITIALIZER,
         queue,
@@ -80,6 +80,7 @@ def initializer(
         retry=_retry(retry),
         dns=dns,
     )
+    return _rendered("initializer", step, pod_spec, env_offset=1)
 
 
 def trainer(
@@ -125,7 +126,7 @@ def trainer(
         gpus=(gpu_resource, gpus_per_node) if gpus_per_node else None,
     )
     _check("trainer", name, queue, retry, errors, container, volumes, pod_spec, outputs)
-    return GangStep(
+    step = GangStep(
         name,
         StepRole.TRAINER,
         queue,
@@ -141,6 +142,8 @@ def trainer(
         subdomain=subdomain,
         priority_class=priority_class,
     )
+    gpus = (gpu_resource, gpus_per_node) if gpus_per_node else None
+    return _rendered("trainer", step, pod_spec, gpus=gpus)
 
 
 def post_processor(
@@ -165,7 +168,7 @@ def post_processor(
         container["env"] = _env(env)
     errors = checks.container_errors(container)
     _check("post_processor", name, queue, retry, errors, container, volumes, pod_spec, outputs)
-    return GangStep(
+    step = GangStep(
         name,
         StepRole.POST_PROCESSOR,
         queue,
@@ -174,6 +177,7 @@ def post_processor(
         retry=_retry(retry),
         dns=dns,
     )
+    return _rendered("post_processor", step, pod_spec)
 
 
 def _check(
@@ -198,6 +202,22 @@ def _check(
     if outputs is not None:
         errors.append(InputError("outputs", checks.OUTPUTS))
     checks.refuse(f"{builder}({name!r})", errors)
+
+
+def _rendered(
+    builder: str,
+    step: GangStep,
+    pod_spec: Mapping[str, Any] | None,
+    env_offset: int = 0,
+    gpus: tuple[str, int] | None = None,
+) -> GangStep:
+    """``step``, once its final pod passes the API server's rules (``checks.rendered_errors``);
+    ``env_offset``: env entries the builder puts before the author's."""
+    own = len((pod_spec or {}).get("volumes") or [])
+    spec = step.job("workflow").pod_template["spec"]
+    errors = checks.rendered_errors(spec, own, env_offset, gpus)
+    checks.refuse(f"{builder}({step.name!r})", errors)
+    return step
 
 
 def _container(

@@ -116,6 +116,36 @@ def export(**kwargs: Any) -> GangStep:
             P + "pod_spec.nodeSelectr: unknown field in V1PodSpec",
         ),
         (lambda: export(outputs=[Parameter(name="loss")]), P + f"outputs: {OUTPUTS}"),
+        # the final pod, as the API server judges every rendered pod (pod_rules)
+        (lambda: trainer("node", "", ["torchrun"], "gpu"), T + "image: Required value"),
+        (
+            lambda: node(resources={"requests": {"nvidia.com/gpu": "2"}}),
+            T + "resources.limits: Required value: Limit must be set for non overcommitable"
+            " resources (nvidia.com/gpu)",
+        ),
+        (
+            lambda: dataset(env=[{"name": "A", "valueFrom": {}}]),
+            I + "env[0].valueFrom: Invalid value: must specify exactly one of: `fieldRef`,"
+            " `resourceFieldRef`, `configMapKeyRef`, `secretKeyRef` or `fileKeyRef`",
+        ),
+        (
+            lambda: export(pod_spec={"tolerations": [{"effect": "Later", "operator": "Exists"}]}),
+            P + 'pod_spec.tolerations[0].effect: Unsupported value: "Later": supported values:'
+            ' "NoExecute", "NoSchedule", "PreferNoSchedule"',
+        ),
+        (
+            lambda: export(
+                pod_spec={"volumes": [{"name": "v", "emptyDir": {}}]},
+                volumes=[{"name": "v", "emptyDir": {}}],
+            ),
+            P + "volumes[0].name: Duplicate value: 'v'",
+        ),
+        (
+            lambda: export(
+                volume_mounts=[{"name": "a", "mountPath": "/w"}, {"name": "b", "mountPath": "/w"}]
+            ),
+            P + "volume_mounts[1].mountPath: Invalid value: '/w': must be unique",
+        ),
     ],
     ids=[
         "queue-empty",
@@ -139,6 +169,12 @@ def export(**kwargs: Any) -> GangStep:
         "mount-unknown-field",
         "pod-spec-unknown-field",
         "outputs",
+        "image-empty",
+        "gpu-without-limit",
+        "env-value-from-empty",
+        "toleration-effect",
+        "volume-duplicate",
+        "mount-path-twice",
     ],
 )
 def test_builder_refuses_what_the_cli_refuses(build: Callable[[], GangStep], error: str) -> None:
