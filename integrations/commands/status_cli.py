@@ -44,7 +44,7 @@ def observe(send: api.Send, namespace: str, name: str) -> Observed:
     )
 
 
-def render(obs: Observed, now: datetime, out: TextIO) -> None:
+def print_status(obs: Observed, now: datetime, out: TextIO) -> None:
     """Print the status report of ``obs``."""
     tj = obs.trainjob
     body = TrainJobBody.of(tj)
@@ -108,7 +108,7 @@ def main(name: str, namespace: str, configuration: Any, out: TextIO) -> int:
     except api.ApiError as err:
         out.write(f"error: {err}\n")
         return 1
-    render(obs, datetime.now(UTC), out)
+    print_status(obs, datetime.now(UTC), out)
     return 0
 
 
