@@ -93,8 +93,8 @@ def runtime_errors(spec: RuntimeSpec) -> list[InputError]:
     The (Cluster)TrainingRuntime webhook's ``validateReplicatedJobs``
     (kubeflow/trainer@v2.3.0 ``pkg/webhooks/trainingruntime_webhook.go``): a job labelled with
     an ancestor runs once (``replicas`` 1) and has that ancestor's container among its
-    ``containers``; and the CRD's CEL rule on ``mlPolicy`` (``trainingruntime_types.go``
-    ``MLPolicy``): one policy at most.
+    ``containers``; and the CRD's CEL rules (``manifests/base/crds``) on ``mlPolicy`` (one
+    policy at most) and ``volumeClaimPolicies`` (templates without a namespace).
     """
     errors = []
     for i, rj in enumerate(spec.template.spec.replicated_jobs):
@@ -124,6 +124,18 @@ def runtime_errors(spec: RuntimeSpec) -> list[InputError]:
                     reason=Reason.INVALID_RUNTIME,
                 )
             )
+    for i, claims in enumerate(spec.template.spec.volume_claim_policies):
+        for j, tpl in enumerate(claims.templates):
+            # the CRD's CEL rule on volumeClaimPolicies: the PVC goes in the TrainJob's namespace
+            if (tpl.get("metadata") or {}).get("namespace"):
+                errors.append(
+                    InputError(
+                        f"spec.template.spec.volumeClaimPolicies[{i}].templates[{j}]"
+                        ".metadata.namespace",
+                        "namespace cannot be set for VolumeClaimPolicies templates",
+                        reason=Reason.INVALID_RUNTIME,
+                    )
+                )
     policy = spec.ml_policy
     chosen = [key for key in _POLICIES if policy is not None and getattr(policy, key) is not None]
     if len(chosen) > 1:

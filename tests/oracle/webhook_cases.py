@@ -199,6 +199,27 @@ def _cluster_runtime(trainjob: Json, runtime: Json) -> None:
     _rjobs(runtime)[2]["replicas"] = 3
 
 
+def _claim_policy(**metadata: str) -> Callable[[Json, Json], None]:
+    """A volumeClaimPolicies template (named ``claim``) with ``metadata``."""
+
+    def edit(_: Json, runtime: Json) -> None:
+        claim = {
+            "metadata": {"name": "claim", **metadata},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        }
+        runtime["spec"]["template"]["spec"]["volumeClaimPolicies"] = [{"templates": [claim]}]
+
+    return edit
+
+
+def _in_order_with_depends_on(_: Json, runtime: Json) -> None:
+    runtime["spec"]["template"]["spec"]["startupPolicy"] = {"startupPolicyOrder": "InOrder"}
+    _rjobs(runtime)[2]["dependsOn"] = [{"name": "model-initializer", "status": "Complete"}]
+
+
 def _policy(**extra: Json) -> Callable[[Json, Json], None]:
     def edit(_: Json, runtime: Json) -> None:
         runtime["spec"]["mlPolicy"].update(extra)
@@ -306,6 +327,10 @@ CASES: list[WebhookCase] = [
     WebhookCase("crd/envinjection-into-node", "crd",
                 "spec.mlPolicy.torch.envInjection.targets[0].containerNames",
                 _env_injection("node", "node")),
+    WebhookCase("crd/volume-claim-template-with-namespace", "crd",
+                "spec.template.spec.volumeClaimPolicies[0]", _claim_policy(namespace="other")),
+    WebhookCase("crd/in-order-startup-with-depends-on", "crd", "spec.template.spec",
+                _in_order_with_depends_on),
     # torch.go Validate
     WebhookCase("torch/envinjection-target-not-found", "torch", "spec.runtimeRef",
                 _env_injection("node", "sidecar")),
@@ -331,6 +356,8 @@ CASES: list[WebhookCase] = [
     # mpi.go Validate
     WebhookCase("mpi/launcher-as-node-without-launcher", "mpi", "spec.trainer.numNodes",
                 _drop_job("launcher"), base="mpi"),
+    WebhookCase("mpi/launcher-as-node-without-node", "mpi", "spec.trainer.numNodes",
+                _drop_job("node"), base="mpi"),
     WebhookCase("mpi/reserved-env", "mpi", "spec.trainer.env",
                 _env("OMPI_MCA_orte_default_hostfile"), base="mpi"),
     # xgboost.go Validate
@@ -364,6 +391,9 @@ CASES: list[WebhookCase] = [
     WebhookCase("jobset/patch-env-of-dataset-initializer", "jobset", "spec.runtimePatches",
                 _patch(name="dataset-initializer", pod={"containers": [
                     {"name": "dataset-initializer", "env": [{"name": "A", "value": "1"}]}]})),
+    WebhookCase("jobset/patch-env-of-model-initializer", "jobset", "spec.runtimePatches",
+                _patch(name="model-initializer", pod={"containers": [
+                    {"name": "model-initializer", "env": [{"name": "A", "value": "1"}]}]})),
 ]  # fmt: skip
 
 
