@@ -62,6 +62,8 @@ def errors(resources: Any, path: str, reason: Reason, whole: bool = True) -> lis
         values = resources.get(section)
         sections[section] = values if isinstance(values, dict) else {}
         for name, raw in sections[section].items():
+            if not isinstance(name, str):
+                continue  # k8s_schema names a key that is not a string
             out += _quantity_errors(name, raw, f"{path}.{section}.{name}", reason)
     if not whole:
         return out

@@ -70,14 +70,14 @@ def pod_spec_errors(
     errors = schema_errors(spec, "V1PodSpec", path, reason)
     volumes = spec.get("volumes") or []
     errors += _volume_errors(volumes, f"{path}.volumes", reason)
-    known = {v.get("name") for v in volumes if isinstance(v, dict)} | set(extra_volumes)
+    known = {_text(v.get("name")) for v in volumes if isinstance(v, dict)} | set(extra_volumes)
     names: set[Any] = set()
     for key in _CONTAINER_KEYS[::-1]:  # validateContainers, then validateInitContainers
         for i, container in enumerate(spec.get(key) or []):
             if not isinstance(container, dict):
                 continue
             where = f"{path}.{key}[{i}]"
-            name = container.get("name")
+            name = _text(container.get("name"))
             if name and name in names:
                 # validateContainers / validateInitContainers: unique across both lists
                 errors.append(
@@ -169,7 +169,7 @@ def _volume_errors(volumes: list[Any], path: str, reason: Reason) -> list[InputE
     for i, volume in enumerate(volumes):
         if not isinstance(volume, dict):
             continue
-        name = volume.get("name")
+        name = _text(volume.get("name"))
         if name and name in seen:
             errors.append(
                 InputError(f"{path}[{i}].name", f"Duplicate value: {name!r}", reason=reason)
@@ -204,7 +204,7 @@ def _mount_errors(
         if not isinstance(mount, dict):
             continue
         where = f"{path}.volumeMounts[{i}]"
-        name, mount_path = mount.get("name"), mount.get("mountPath")
+        name, mount_path = _text(mount.get("name")), _text(mount.get("mountPath"))
         if name and name not in volumes:
             errors.append(InputError(f"{where}.name", f"Not found: {name!r}", reason=reason))
         if mount_path and mount_path in mount_paths:
@@ -225,7 +225,7 @@ def _mount_errors(
         if not isinstance(device, dict):
             continue
         where = f"{path}.volumeDevices[{i}]"
-        name = device.get("name")
+        name = _text(device.get("name"))
         if name and name not in volumes:
             errors.append(InputError(f"{where}.name", f"Not found: {name!r}", reason=reason))
         if name and name in devices:
@@ -240,8 +240,11 @@ def _mount_errors(
 
 def _claim_errors(container: Json, path: str, spec: Json, reason: Reason) -> list[InputError]:
     # validateResourceClaimNames: a container's claim names one of the pod's resourceClaims
-    pod_claims = {c.get("name") for c in spec.get("resourceClaims") or [] if isinstance(c, dict)}
-    claims = (container.get("resources") or {}).get("claims") or []
+    pod_claims = {
+        _text(c.get("name")) for c in spec.get("resourceClaims") or [] if isinstance(c, dict)
+    }
+    resources = container.get("resources")
+    claims = (resources.get("claims") if isinstance(resources, dict) else None) or []
     return [
         InputError(
             f"{path}.resources.claims[{i}]",
@@ -249,7 +252,7 @@ def _claim_errors(container: Json, path: str, spec: Json, reason: Reason) -> lis
             reason=reason,
         )
         for i, claim in enumerate(claims)
-        if isinstance(claim, dict) and claim.get("name") and claim["name"] not in pod_claims
+        if isinstance(claim, dict) and _text(claim.get("name")) not in pod_claims | {""}
     ]
 
 
@@ -296,6 +299,11 @@ def _toleration_errors(tolerations: list[Any], path: str, reason: Reason) -> lis
                 )
             )
     return errors
+
+
+def _text(value: Any) -> str:
+    """A name or path as a string ("" when mistyped: ``k8s_schema`` reports that)."""
+    return value if isinstance(value, str) else ""
 
 
 def _empty(value: Any) -> bool:

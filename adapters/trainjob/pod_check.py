@@ -3,7 +3,8 @@
 Each job's final pod (runtime template, runtimePatches, TrainJob fields, mlPolicy env) is checked
 once; an error the runtime's own template already has names the runtime field, one the TrainJob
 brought in names the TrainJob field that did (``spec.trainer.resourcesPerNode``, ``.image``,
-``.env[i]``, ``spec.initializer.*.env[i]``), else the runtime path of the rendered pod.
+``.env[i]``, ``spec.initializer.*.env[i]``, the last ``spec.runtimePatches[i]`` that sets the
+field), else the runtime path of the rendered pod.
 """
 
 from __future__ import annotations
@@ -53,30 +54,64 @@ def rendered_errors(trainjob: TrainJob, spec: RuntimeSpec, jobs: Sequence[Job]) 
 
 def _attribute(error: InputError, base: str, trainjob: TrainJob, job: Job) -> InputError:
     """``error`` under the TrainJob field that put its value into the pod, when one did."""
-    found = _CONTAINER.match(error.path.removeprefix(base))
+    rest = error.path.removeprefix(base)
+    where = _field_path(rest, trainjob, job) or _patch_path(rest, trainjob, job)
+    return replace(error, path=where, reason=Reason.INVALID_TRAINJOB) if where else error
+
+
+def _field_path(rest: str, trainjob: TrainJob, job: Job) -> str:
+    """The trainer or initializer field of ``trainjob`` that set ``rest`` of the pod, or ""."""
+    found = _CONTAINER.match(rest)
     if not found:
-        return error
+        return ""
     key, index, rest = found.group(1), int(found.group(2)), found.group(3)
     container: Json = job.pod_template["spec"][key][index]
     tj = trainjob.spec
-    where = ""
     if job.ancestor is Ancestor.TRAINER and container.get("name") == "node" and tj.trainer:
         trainer = tj.trainer
         if rest.startswith(".resources") and trainer.resources_per_node is not None:
-            where = "spec.trainer.resourcesPerNode" + rest.removeprefix(".resources")
-        elif rest == ".image" and trainer.image is not None:
-            where = "spec.trainer.image"
-        elif env := _env_path(rest, container, trainer.env, "spec.trainer.env"):
-            where = env
-    elif job.ancestor in (Ancestor.DATASET_INITIALIZER, Ancestor.MODEL_INITIALIZER):
-        init = tj.initializer
+            return "spec.trainer.resourcesPerNode" + rest.removeprefix(".resources")
+        if rest == ".image" and trainer.image is not None:
+            return "spec.trainer.image"
+        return _env_path(rest, container, trainer.env, "spec.trainer.env")
+    if job.ancestor in (Ancestor.DATASET_INITIALIZER, Ancestor.MODEL_INITIALIZER):
         which = "dataset" if job.ancestor is Ancestor.DATASET_INITIALIZER else "model"
-        source = getattr(init, which) if init is not None else None
+        source = getattr(tj.initializer, which) if tj.initializer is not None else None
         if source is not None and container.get("name") == job.name:
-            where = _env_path(rest, container, source.env, f"spec.initializer.{which}.env")
-    if not where:
-        return error
-    return replace(error, path=where, reason=Reason.INVALID_TRAINJOB)
+            return _env_path(rest, container, source.env, f"spec.initializer.{which}.env")
+    return ""
+
+
+def _patch_path(rest: str, trainjob: TrainJob, job: Job) -> str:
+    """The field of the last runtimePatch that sets ``rest`` of ``job``'s pod, or ""."""
+    top = re.match(r"^\.(\w+)", rest)
+    if not top:
+        return ""
+    for p, patch in reversed(list(enumerate(trainjob.spec.runtime_patches))):
+        spec = ((patch.training_runtime_spec or {}).get("template") or {}).get("spec") or {}
+        for j, rpatch in enumerate(spec.get("replicatedJobs") or []):
+            if rpatch.get("name") != job.name:
+                continue
+            base = (
+                f"spec.runtimePatches[{p}].trainingRuntimeSpec.template.spec.replicatedJobs[{j}]"
+                ".template.spec.template.spec"
+            )
+            pod = ((rpatch.get("template") or {}).get("spec") or {}).get("template") or {}
+            pod_spec = pod.get("spec") or {}
+            found = _CONTAINER.match(rest)
+            if not found and top.group(1) in pod_spec:
+                return base + rest
+            if found:
+                key, index, sub = found.group(1), int(found.group(2)), found.group(3)
+                name = job.pod_template["spec"][key][index].get("name")
+                for m, cpatch in enumerate(pod_spec.get(key) or []):
+                    field = re.match(r"^\.(\w+)", sub)
+                    if cpatch.get("name") == name and field and field.group(1) in cpatch:
+                        path = f"{base}.{key}[{m}]"
+                        container = job.pod_template["spec"][key][index]
+                        env = _env_path(sub, container, cpatch.get("env") or [], f"{path}.env")
+                        return env or path + sub
+    return ""
 
 
 def _env_path(rest: str, container: Json, env: list[Json], path: str) -> str:

@@ -10,7 +10,7 @@ webhook leaves them alone. ``tests/unit/test_pod_cases.py`` holds trainweave to 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from kubernetes.client.exceptions import ApiException
@@ -25,7 +25,9 @@ pytestmark = pytest.mark.e2e
 def _dry_run(kube: Kube, namespace: str, pod: dict[str, Any]) -> list[str]:
     """The fields the API server names when it refuses ``pod`` ([] when it accepts)."""
     try:
-        kube.core.create_namespaced_pod(namespace, pod, dry_run="All", field_validation="Strict")
+        kube.core.create_namespaced_pod(
+            namespace, cast(Any, pod), dry_run="All", field_validation="Strict"
+        )
     except ApiException as err:
         status = json.loads(err.body or "{}")
         assert err.status == 422, (err.status, err.body)

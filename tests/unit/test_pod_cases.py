@@ -88,3 +88,28 @@ def test_a_trainjob_field_that_breaks_the_rendered_pod_is_named(trainer: Json, f
     else:
         paths = []
     assert f"spec.trainer.{field}" in paths
+
+
+def test_a_runtime_patch_that_breaks_the_rendered_pod_is_named() -> None:
+    pod = {
+        "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedul"}],
+        "containers": [
+            {"name": "model-exporter", "env": [{"name": "T", "valueFrom": {"secretKeyRef": {}}}]}
+        ],
+    }
+    job = {"name": "model-exporter", "template": {"spec": {"template": {"spec": pod}}}}
+    doc = yaml.safe_load(TRAINJOB.read_text())
+    doc["spec"]["runtimePatches"] = [
+        {"manager": "acme.io/x"},
+        {
+            "manager": "acme.io/y",
+            "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [job]}}},
+        },
+    ]
+    with pytest.raises(InputErrors) as raised:
+        to_pipeline(parse_trainjob(doc), parse_runtime(pod_cases.runtime()))
+    patch = "spec.runtimePatches[1].trainingRuntimeSpec.template.spec.replicatedJobs[0]"
+    assert [e.path for e in raised.value.errors] == [
+        f"{patch}.template.spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef.key",
+        f"{patch}.template.spec.template.spec.tolerations[0].effect",
+    ]
