@@ -185,6 +185,8 @@ class GangStep:
         if context.template(wf, f"step-{self.name}") in (None, shapes[0][0], shapes[1][0]):
             group = self.group_name(context.workflow_name(wf))  # not another step's name:
             tasks.check_call(self.name, group, self.torch, wf, name or self.name, instance, task)
+        mounts = tasks.mount_errors(wf, self.container, self.pod_spec.get("volumes") or [])
+        checks.refuse(f"{self.name}(name={name or self.name!r})", mounts)
         for template in shapes[fan_out]:
             context.add_template(wf, template)
         if fan_out:

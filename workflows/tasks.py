@@ -9,6 +9,7 @@ outputs (``checks.OUTPUTS``): ``StepTask`` refuses Hera's output accessors, ``ch
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from hera.workflows import Artifact, Parameter, Task, Workflow
@@ -112,3 +113,24 @@ def _argument(task: Task) -> str | None:
     args = task.arguments if isinstance(task.arguments, dict) else {}
     value = args.get(INSTANCE)
     return value if isinstance(value, str) else None
+
+
+def mount_errors(wf: Workflow, container: Json, pod_volumes: list[Json]) -> list[InputError]:
+    """Mounts naming a volume neither the step nor ``wf`` defines (``volumes``,
+    ``volume_claim_templates``): the API server refuses the pod ("Not found"), each retry
+    again. Argo v4.0.7 adds a Workflow volume to the pod when a mount names it
+    (``workflowpod.go`` ``addVolumeReferences``)."""
+    known = {v.get("name") for v in pod_volumes}
+    volumes = wf.volumes if isinstance(wf.volumes, Sequence) else [wf.volumes]
+    known |= {getattr(v, "name", None) for v in volumes if v is not None}
+    for claim in wf.volume_claim_templates or []:
+        known.add(claim.metadata.name if claim.metadata else None)
+    return [
+        InputError(
+            f"volume_mounts[{i}].name",
+            f"Not found: {mount.get('name')!r} (neither the step's volumes nor the Workflow's"
+            " volumes or volume_claim_templates)",
+        )
+        for i, mount in enumerate(container.get("volumeMounts") or [])
+        if mount.get("name") not in known
+    ]

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from hera.workflows import DAG, Container, Parameter, Workflow
+from hera.workflows import models as m
 
 from tests.builders import make_runtime, make_trainjob
 from tests.crds import Validator
@@ -283,6 +284,39 @@ def test_cli_refuses_a_default_queue_kueue_refuses(queue: str, labels: Json, pat
     with pytest.raises(InputErrors) as caught:
         to_pipeline(parse_trainjob(tj), parse_runtime(rt.build()), default_queue=queue)
     assert [e.path for e in caught.value.errors] == [path]
+
+
+@pytest.mark.parametrize(
+    ("workflow", "error"),
+    [
+        (
+            {},
+            "export(name='export'): volume_mounts[0].name: Not found: 'work' (neither the step's"
+            " volumes nor the Workflow's volumes or volume_claim_templates)",
+        ),
+        ({"volumes": [m.Volume(name="work", empty_dir=m.EmptyDirVolumeSource())]}, None),
+        (
+            {
+                "volume_claim_templates": [
+                    m.PersistentVolumeClaim(metadata=m.ObjectMeta(name="work"))
+                ]
+            },
+            None,
+        ),
+    ],
+    ids=["unknown", "workflow-volume", "claim-template"],
+)
+def test_a_mount_names_a_volume_of_the_step_or_the_workflow(
+    workflow: Json, error: str | None
+) -> None:
+    step = export(volume_mounts=[{"name": "work", "mountPath": "/w"}])
+    with Workflow(name="w", entrypoint="main", **workflow), DAG(name="main"):
+        if error is None:
+            step()
+            return
+        with pytest.raises(StepError) as caught:
+            step()
+    assert str(caught.value) == error
 
 
 # --- one step, several tasks ---------------------------------------------------------------
