@@ -7,7 +7,8 @@ Pure. A builder's container arguments are read as the TrainJob the CLI would par
 arguments (``volumes``, ``volume_mounts``, ``pod_spec``) go through ``k8s_schema.check`` as a
 runtime's pod template does; the queue and the retry budget through ``names.queue_error`` and
 ``jobspec.budget_error``, the rules the CLI applies to a runtime's queue label and
-``backoffLimit``. Each error names the builder and its argument, in the CLI's shape
+``backoffLimit``. Then the step's final pod goes through ``pod_rules.pod_spec_errors``, as every
+pod ``trainweave render`` renders does (``rendered_errors``). Each error names the builder and its argument, in the CLI's shape
 (``FILE: FIELD.PATH: reason``): ``trainer('node'): gpus_per_node: '-1' must be greater than or
 equal to 0``.
 
