@@ -10,6 +10,7 @@ LocalQueues, Workloads, TrainJobs and Workflows once (read only) and prints
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import UTC, datetime
 from typing import Any, TextIO
@@ -98,15 +99,16 @@ def print_status(obs: Observed, now: datetime, out: TextIO) -> None:
         )
 
 
-def main(name: str, namespace: str, configuration: Any, out: TextIO) -> int:
-    """The ``status`` command against the cluster of a kubernetes client ``configuration``."""
+def main(name: str, namespace: str, configuration: Any, out: TextIO, err: TextIO) -> int:
+    """The ``status`` command against the cluster of a kubernetes client ``configuration``:
+    the report on ``out``, or an API error on ``err`` (exit 1)."""
     from trainweave.integrations.cluster.kube import KubeClient
 
     client = KubeClient(configuration)
     try:
         obs = observe(client.send, namespace, name)
-    except api.ApiError as err:
-        out.write(f"error: {err}\n")
+    except api.ApiError as exc:
+        err.write(f"error: {exc}\n")
         return 1
     print_status(obs, datetime.now(UTC), out)
     return 0
@@ -157,11 +159,14 @@ def queues(
 
 
 def queues_main(
-    namespace: str, cluster_queue: str, output: str, configuration: Any, out: TextIO
+    namespace: str, cluster_queue: str, output: str, configuration: Any, out: TextIO, err: TextIO
 ) -> int:
-    """The ``queues`` command against the cluster of a kubernetes client ``configuration``."""
+    """The ``queues`` command against the cluster of a kubernetes client ``configuration``:
+    the view on ``out``, or an API error on ``err`` (exit 1)."""
     from trainweave.integrations.cluster.kube import KubeClient
 
     client = KubeClient(configuration)
-    now = datetime.now(UTC)
-    return queues(client.send, now, out, namespace, cluster_queue, output)
+    text = io.StringIO()
+    code = queues(client.send, datetime.now(UTC), text, namespace, cluster_queue, output)
+    (out if code == 0 else err).write(text.getvalue())
+    return code

@@ -136,7 +136,7 @@ def _status(args: argparse.Namespace) -> int:
     from trainweave.integrations.commands import status_cli
 
     return status_cli.main(
-        args.trainjob, args.namespace, configuration(args.kubeconfig), sys.stdout
+        args.trainjob, args.namespace, configuration(args.kubeconfig), sys.stdout, sys.stderr
     )
 
 
@@ -154,5 +154,10 @@ def _queues(args: argparse.Namespace) -> int:
     from trainweave.integrations.commands import status_cli
 
     return status_cli.queues_main(
-        args.namespace, args.cluster_queue, args.output, configuration(args.kubeconfig), sys.stdout
+        args.namespace,
+        args.cluster_queue,
+        args.output,
+        configuration(args.kubeconfig),
+        sys.stdout,
+        sys.stderr,
     )

@@ -594,3 +594,30 @@ def test_no_kubeconfig_from_the_shell(tmp_path: Path) -> None:
     env["HOME"] = str(tmp_path)
     done = subprocess.run([*TW, "queues"], env=env, capture_output=True, text=True, check=False)
     assert (done.returncode, done.stdout, done.stderr) == (2, "", NO_CONFIG + "\n")
+
+
+@pytest.mark.parametrize(
+    "argv", [["status", "ft"], ["queues", "-o", "yaml"]], ids=["status", "queues"]
+)
+def test_unreachable_cluster_is_one_line_on_stderr(
+    argv: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An API error (here: nothing listens on the server's port) is exit 1, one line on stderr,
+    nothing on stdout."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "c",
+    }
+    (tmp_path / "config").write_text(yaml.safe_dump(config))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "config"))
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert (code, out, len(err.splitlines())) == (1, "", 1)
+    assert err.startswith("error: 0 NewConnectionError: ") and "Connection refused" in err
