@@ -6,10 +6,14 @@ controller turns the first into a ``Failed`` condition with ``reason``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from trainweave.labels import Reason
+
+# what str.splitlines() breaks at
+_LINE_BREAK = re.compile(r"\s*[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]+\s*")
 
 
 @dataclass(frozen=True)
@@ -22,8 +26,9 @@ class InputError:
     reason: Reason = Reason.INVALID_TRAINJOB
 
     def __str__(self) -> str:
+        """``FILE: FIELD.PATH: reason`` on one line (a YAML parser's message spans several)."""
         where = f"{self.source}: " if self.source else ""
-        return f"{where}{self.path}: {self.message}"
+        return _LINE_BREAK.sub(" ", f"{where}{self.path}: {self.message}").strip()
 
     def at(self, source: str) -> InputError:
         """The same error, attributed to ``source`` (a file name) if it has none."""

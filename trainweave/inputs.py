@@ -369,10 +369,12 @@ def _env_rules(env: list[Json], path: str) -> list[InputError]:
 def _unique_names(items: list[Json], path: str) -> list[InputError]:
     """A list-map keyed by ``name`` (``x-kubernetes-list-type: map``): a repeated name is the
     API server's ``Duplicate value``."""
-    seen: set[object] = set()
+    seen: set[str] = set()
     errors = []
     for i, item in enumerate(items):
         name = item.get("name")
+        if not isinstance(name, str):  # k8s_schema names a missing or mistyped name
+            continue
         if name in seen:
             errors.append(InputError(f"{path}[{i}].name", f"duplicate name {name!r}"))
         seen.add(name)
@@ -380,13 +382,27 @@ def _unique_names(items: list[Json], path: str) -> list[InputError]:
 
 
 def validate_model(model: type[M], doc: Json, source: str, reason: Reason) -> M:
-    """``model`` from ``doc``; pydantic's errors become InputErrors with field paths."""
+    """``model`` from ``doc``; pydantic's errors become InputErrors with field paths.
+
+    A field whose value is ``null`` is left out first, as the API server prunes it from a custom
+    resource before defaulting and validation (``nullable`` is false on every field of these
+    CRDs; k8s.io/apiextensions-apiserver pkg/apiserver/schema/defaulting/prunenulls.go)."""
     try:
-        return model.model_validate(doc)
+        return model.model_validate(without_nulls(doc))
     except ValidationError as exc:
         raise InputErrors(
             InputError(_loc(err["loc"]), _message(err), source, reason) for err in exc.errors()
         ) from None
+
+
+def without_nulls(value: Any) -> Any:
+    """``value`` with every mapping entry whose value is None left out, at any depth (list
+    items stay: a null item is a type error, not an absent field)."""
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
 
 
 def _loc(loc: tuple[int | str, ...]) -> str:

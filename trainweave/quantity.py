@@ -7,6 +7,7 @@ decimal exponents ``1e3``). Values are exact ``Decimal``s.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
@@ -40,6 +41,8 @@ def parse(value: str | int | float) -> Decimal:
     """``"500m"`` -> ``Decimal("0.5")``; raises QuantityError on anything else."""
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise QuantityError(f"{value!r} is not a quantity")
     if isinstance(value, int | float):
         return Decimal(str(value))
     match = _PATTERN.match(value.strip())
@@ -51,7 +54,10 @@ def parse(value: str | int | float) -> Decimal:
     except InvalidOperation as exc:
         raise QuantityError(f"{value!r} is not a quantity") from exc
     if suffix[:1] in ("e", "E"):
-        return base * (Decimal(10) ** int(suffix[1:]))
+        try:
+            return base * (Decimal(10) ** int(suffix[1:]))
+        except ArithmeticError:  # decimal's Overflow: past any quantity Kubernetes can hold
+            raise QuantityError(f"{value!r} is too large a quantity") from None
     if suffix not in _SUFFIXES:
         raise QuantityError(f"{value!r} has an unknown suffix {suffix!r}")
     return base * _SUFFIXES[suffix]

@@ -228,7 +228,8 @@ class TrainJobBody(Body):
     def active_deadline_seconds(self) -> int | None:
         """``spec.activeDeadlineSeconds`` (None when absent or 0)."""
         value = self.spec.get("activeDeadlineSeconds")
-        return int(value) if value else None
+        # the CRD's type is integer; anything else is the render's input error, not a deadline
+        return value if isinstance(value, int) and not isinstance(value, bool) and value else None
 
     @property
     def runtime_ref(self) -> Json:

@@ -120,7 +120,12 @@ def deadline(trainjob: Json, conds: list[Json]) -> datetime | None:
     susp = condition(conds, ConditionType.SUSPENDED)
     if susp is not None and susp.get("status") == "False":
         start = parse_time(str(susp.get("lastTransitionTime") or "")) or start
-    return start + timedelta(seconds=seconds) if start else None
+    if start is None:
+        return None
+    try:
+        return start + timedelta(seconds=seconds)
+    except OverflowError:  # int64 allows deadlines past the year 9999: they never run out
+        return None
 
 
 def rollup(obs: Observed, now: datetime) -> Status:
