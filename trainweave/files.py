@@ -97,6 +97,12 @@ def load(trainjob_file: str, runtime_files: Sequence[str]) -> Inputs:
         found = f"must hold one TrainJob, found {len(docs)} documents"
         raise InputErrors([InputError("(file)", found, tj_source)])
     job = parse_trainjob(*docs[0])
+    repeated = sorted({f for f in runtime_files if list(runtime_files).count(f) > 1})
+    if repeated:
+        raise InputErrors(
+            InputError("--runtime", f"{f!r} is given more than once", "(command line)")
+            for f in repeated
+        )
     runtimes: list[_RuntimeDoc] = []
     for f in runtime_files:
         file_docs = documents(f)

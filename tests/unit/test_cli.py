@@ -232,6 +232,12 @@ AMBIGUOUS = [
         ],
     ),
     Case(
+        "same-runtime-file-twice",
+        {"TJ": [TJ], "A": [_runtime()]},
+        [*RENDER, "--runtime", "<A>"],
+        ["(command line): --runtime: '<A>' is given more than once"],
+    ),
+    Case(
         "stdin-twice",
         {"TJ": [TJ], "A": [_runtime()]},
         ["plan", "-", "--runtime", "<A>", "--queues", "-"],
