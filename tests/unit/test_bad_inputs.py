@@ -264,7 +264,7 @@ CASES: list[tuple[str, Callable[[RuntimeBuilder, Json], None], list[str]]] = [
         "torchtune-command",
         _torchtune,
         [
-            "TJ: spec.runtimeRef.name: must have a supported pretrained model, invalid model configured: "
+            "TJ: spec.runtimeRef.name: must have a supported pretrained model, invalid model configured:"
         ],
     ),
     (
