@@ -133,6 +133,8 @@ class EventReason(enum.StrEnum):
 
     STEP_WAITING_FOR_QUOTA = "StepWaitingForQuota"
     STEP_ADMITTED = "StepAdmitted"
+    # a step pod stopped by Kueue or disrupted (integrations/views/disruption.py): not counted
+    STEP_DISRUPTED = "StepDisrupted"
     # Trainer v2.3.0's reason when it cannot create a TrainJob's objects (trainjob_controller.go)
     RESOURCES_CREATION_FAILED = "TrainJobResourcesCreationFailed"
 

@@ -142,6 +142,20 @@ def observe(record: Record, workflow: str, pods: Iterable[Json]) -> Record:
     return {step: tuple(marks) for step, marks in out.items()}
 
 
+def new_marks(old: Record, new: Record) -> list[tuple[str, Mark]]:
+    """``(step, mark)`` of what ``new`` adds to ``old``, each mark with only its new attempts."""
+    seen = {(step, m.at, m.type, m.reason): set(m.pods) for step, ms in old.items() for m in ms}
+    out = []
+    for step, marks in new.items():
+        for m in marks:
+            fresh = tuple(
+                p for p in m.pods if p not in seen.get((step, m.at, m.type, m.reason), ())
+            )
+            if fresh:
+                out.append((step, Mark(m.at, m.type, m.reason, fresh)))
+    return out
+
+
 def cause(
     record: Record, step: str, slot: str, index: int, started: str, finished: str
 ) -> Disrupted:

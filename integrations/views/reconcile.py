@@ -119,7 +119,7 @@ def actions(obs: Observed, now: datetime) -> Actions:
         out.requests.append(_stop(ns, latest, StoppedFor.FINISHED))
     out.requests += releases(obs, done_for_good)
     if not finished:
-        _lifecycle(obs, prog, suspend, out)
+        _lifecycle(obs, prog, suspend, out, now)
     records = quota_records(obs, now)
     _quota(obs, records, now, out)
     done = {group for group, _, _ in done_for_good}
@@ -142,7 +142,7 @@ def actions(obs: Observed, now: datetime) -> Actions:
     return out
 
 
-def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Actions) -> None:
+def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Actions, now: datetime) -> None:
     meta = Meta.of(obs.trainjob)
     ns, name = meta.namespace, meta.name
     latest = prog.latest
@@ -179,21 +179,30 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Actions) -> No
         return
     if latest.terminal or latest.shutdown:
         return
-    latest = _disruptions(ns, latest, wf_pods, out)
+    latest = _disruptions(obs.trainjob, latest, wf_pods, out, now)
     verdict = latest.verdict()
     if verdict:
         stopped_for = f"{StoppedFor.JOB_FAILED.value}/{verdict.job}"
         out.requests.append(_stop(ns, latest, stopped_for))
 
 
-def _disruptions(ns: str, wf: WorkflowView, pods: list[Json], out: Actions) -> WorkflowView:
+def _disruptions(
+    tj: Json, wf: WorkflowView, pods: list[Json], out: Actions, now: datetime
+) -> WorkflowView:
     """``wf`` judged with the disruptions its pods show now (``disruption.observe``), which are
-    recorded on the Workflow first: Kueue deletes a stopped pod once it is replaced."""
+    recorded on the Workflow first (Kueue deletes a stopped pod once it is replaced), with an
+    Event per new one."""
     record = disruption.observe(wf.disruptions, wf.name, pods)
     if record == wf.disruptions:
         return wf
     patch = {"metadata": {"annotations": {disruption.ANNOTATION: disruption.encode(record)}}}
-    out.requests.append(_patch_wf(ns, wf.name, patch))
+    out.requests.append(_patch_wf(Meta.of(tj).namespace, wf.name, patch))
+    for step, mark in disruption.new_marks(wf.disruptions, record):
+        msg = (
+            f"step {step}: pods {', '.join(mark.pods)} {mark.type} ({mark.reason}): they and"
+            " the gang peers that fail after them do not count against the step's retries"
+        )
+        out.after_start.append(event(tj, EventType.NORMAL, EventReason.STEP_DISRUPTED, msg, now))
     return dataclasses.replace(wf, disruptions=record)
 
 

@@ -185,6 +185,14 @@ def test_the_record_outlives_the_pods() -> None:
         ]
     }
     assert not [r for r in plan.requests if r.body and r.body.get("spec", {}).get("shutdown")]
+    events = [r.body for r in plan.after_start if r.body and r.body.get("kind") == "Event"]
+    assert [(e["reason"], e["message"]) for e in events] == [
+        (
+            "StepDisrupted",
+            "step node: pods node-0-1(0) TerminationTarget (WorkloadEvictedDueToPreempted): they"
+            " and the gang peers that fail after them do not count against the step's retries",
+        )
+    ]
     wf["metadata"]["annotations"][disruption.ANNOTATION] = text
     wf["metadata"]["resourceVersion"] = "2"
     again = reconcile.actions(Observed(tj, (wf,), ()), NOW)  # the pods are gone
