@@ -359,7 +359,11 @@ def merge_cases() -> list[Case]:
                 "res",
                 {
                     "numNodes": 2,
-                    "resourcesPerNode": {"requests": {"nvidia.com/gpu": "2", "cpu": "3"}},
+                    # an extended resource needs its limit (the API server's pod rules)
+                    "resourcesPerNode": {
+                        "requests": {"nvidia.com/gpu": "2", "cpu": "3"},
+                        "limits": {"nvidia.com/gpu": "2"},
+                    },
                 },
             ),
             rt,
