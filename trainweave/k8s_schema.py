@@ -83,12 +83,23 @@ def _port_name(value: Any) -> str:
 
 env_name_problem = _env_name
 port_name_problem = _port_name
+
+
+def _port_num_or_name(value: Any) -> str:
+    # ValidatePortNumOrName (pkg/apis/core/validation/validation.go): an IntOrString probe port
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return f"{value!r} is not a port number or name"
+    return _port_number(value) if isinstance(value, int) else _port_name(value)
+
+
 _RULES: dict[tuple[str, str], Callable[[Any], str]] = {
     ("V1Container", "name"): _dns_label,
     ("V1Volume", "name"): _dns_label,
     ("V1EnvVar", "name"): _env_name,
     ("V1ContainerPort", "containerPort"): _port_number,
     ("V1ContainerPort", "name"): _port_name,
+    ("V1TCPSocketAction", "port"): _port_num_or_name,
+    ("V1HTTPGetAction", "port"): _port_num_or_name,
 }
 Table = dict[str, dict[str, tuple[str, str]]]
 

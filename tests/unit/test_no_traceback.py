@@ -300,6 +300,11 @@ def _rt_null_arg(tj: Json, rt: Json) -> None:
     pod["spec"]["containers"][0]["args"] = ["a", None]
 
 
+def _rt_probe_port(tj: Json, rt: Json) -> None:
+    pod = rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    pod["spec"]["containers"][0]["readinessProbe"] = {"tcpSocket": {"port": [{}]}}
+
+
 def _cpu(value: object) -> Callable[[Json, Json], None]:
     def edit(tj: Json, rt: Json) -> None:
         tj["spec"]["trainer"]["resourcesPerNode"] = {"requests": {"cpu": value}}
@@ -336,6 +341,15 @@ TORCH = next(c for c in _cases() if c.name == "torch-distributed")
             2,
             [f"RT: {NODE}.containers[0].args[1]: must not be null"],
             id="null-list-item",  # was pydantic ValidationError from the Argo Container model
+        ),
+        pytest.param(
+            _rt_probe_port,
+            2,
+            [
+                f"RT: {NODE}.containers[0].readinessProbe.tcpSocket.port: [{{}}] is not a port"
+                " number or name"
+            ],
+            id="probe-port-a-list",  # was pydantic ValidationError from the Argo Container model
         ),
         pytest.param(
             _cpu(float("nan")),
