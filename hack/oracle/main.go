@@ -14,7 +14,8 @@
 //
 // stdin: a JSON list of {"name", "trainJob", "runtime"}; stdout: a JSON list of
 // {"name", "runtimeErrors", "runtimeFieldErrors", "crdErrors", "errors", "warnings", "buildError",
-// "objects", "created"}: runtimeFieldErrors are runtimeErrors with the field.ErrorList paths.
+// "objects", "created"}: runtimeFieldErrors are runtimeErrors with the field.ErrorList paths;
+// trainJobError is the TrainJob webhook's refusal that names no field (a runtimeRef of no runtime).
 // Usage: oracle --crds DIR < cases.json
 package main
 
@@ -65,6 +66,7 @@ type result struct {
 	RuntimeErrors []string         `json:"runtimeErrors"`
 	RuntimeFields []fieldError     `json:"runtimeFieldErrors"`
 	CRDErrors     []fieldError     `json:"crdErrors"`
+	TrainJobError string           `json:"trainJobError,omitempty"`
 	Errors        []fieldError     `json:"errors"`
 	Warnings      []string         `json:"warnings"`
 	BuildError    string           `json:"buildError,omitempty"`
@@ -210,9 +212,11 @@ func run(schemas map[string]*structuralschema.Structural, c inputCase) (result, 
 	if err != nil {
 		return r, err
 	}
-	rt, ok := runtimes[trainerruntime.RuntimeRefToRuntimeRegistryKey(job.Spec.RuntimeRef)]
-	if !ok {
-		return r, fmt.Errorf("unsupported runtimeRef %+v", job.Spec.RuntimeRef)
+	key := trainerruntime.RuntimeRefToRuntimeRegistryKey(job.Spec.RuntimeRef)
+	rt, ok := runtimes[key]
+	if !ok { // the TrainJob webhook's ValidateCreate (pkg/webhooks/trainjob_webhook.go): no field
+		r.TrainJobError = fmt.Sprintf("unsupported runtime: %s", key)
+		return r, nil
 	}
 	warnings, errs := rt.ValidateObjects(ctx, nil, &job)
 	r.Warnings = append(r.Warnings, warnings...)

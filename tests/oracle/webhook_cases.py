@@ -5,6 +5,8 @@ upstream's ``field.ErrorList`` gives there:
 
 - ``runtime-webhook``: ``pkg/webhooks/trainingruntime_webhook.go`` ``validateReplicatedJobs``
   (also ``clustertrainingruntime_webhook.go``), run when the runtime is created;
+- ``trainjob-webhook``: ``pkg/webhooks/trainjob_webhook.go`` ``ValidateCreate``'s own check (a
+  runtimeRef naming no runtime kind), before it calls the runtime's ``ValidateObjects``;
 - ``crd``: the TrainingRuntime CRD's CEL rules (``x-kubernetes-validations`` of
   ``manifests/base/crds``), run by the kube-apiserver before any webhook;
 - ``torch``, ``torchtune``, ``mpi``, ``xgboost``, ``jobset``: the ``Validate`` of
@@ -39,6 +41,9 @@ class WebhookCase:
     field: str
     edit: Callable[[Json, Json], None]
     base: str = "torch"  # torch, torchtune, mpi, xgboost
+    # set when upstream's refusal names no field, only says this (the TrainJob webhook's
+    # "unsupported runtime"); ``field`` is then the field trainweave names
+    unnamed: str = ""
     # False: a branch upstream's code has but never reaches (``unreached`` says why); upstream
     # accepts the input, trainweave refuses it naming ``field`` or a field under it
     reached: bool = True
@@ -220,6 +225,13 @@ def _in_order_with_depends_on(_: Json, runtime: Json) -> None:
     _rjobs(runtime)[2]["dependsOn"] = [{"name": "model-initializer", "status": "Complete"}]
 
 
+def _runtime_ref(**fields: str) -> Callable[[Json, Json], None]:
+    def edit(trainjob: Json, _: Json) -> None:
+        trainjob["spec"]["runtimeRef"].update(fields)
+
+    return edit
+
+
 def _policy(**extra: Json) -> Callable[[Json, Json], None]:
     def edit(_: Json, runtime: Json) -> None:
         runtime["spec"]["mlPolicy"].update(extra)
@@ -321,6 +333,12 @@ CASES: list[WebhookCase] = [
                 f"{_RJ}[0].{_CONTAINERS}", _rename_container(0, "fetch")),
     WebhookCase("runtime/model-initializer-without-its-container", "runtime-webhook",
                 f"{_RJ}[1].{_CONTAINERS}", _rename_container(1, "fetch")),
+    # trainjob_webhook.go ValidateCreate: the runtimeRef's group and kind name a runtime kind
+    WebhookCase("trainjob/runtime-ref-of-another-kind", "trainjob-webhook", "spec.runtimeRef.kind",
+                _runtime_ref(kind="Runtime"), unnamed="unsupported runtime: Runtime.trainer.kubeflow.org"),
+    WebhookCase("trainjob/runtime-ref-of-another-group", "trainjob-webhook",
+                "spec.runtimeRef.apiGroup", _runtime_ref(apiGroup="example.com"),
+                unnamed="unsupported runtime: TrainingRuntime.example.com"),
     # the TrainingRuntime CRD's CEL rules
     WebhookCase("crd/torch-and-mpi", "crd", "spec.mlPolicy", _policy(mpi={})),
     WebhookCase("crd/torch-and-jax", "crd", "spec.mlPolicy", _policy(jax={})),

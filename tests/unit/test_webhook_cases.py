@@ -40,6 +40,7 @@ def upstream_fields(answer: Json) -> dict[str, list[str]]:
 @pytest.mark.parametrize("base", sorted(webhook_cases.BASES))
 def test_upstream_accepts_and_builds_the_bases(base: str, answers: dict[str, Json]) -> None:
     answer = answers[f"base/{base}"]
+    assert not answer.get("trainJobError")
     assert upstream_fields(answer) == {"crdErrors": [], "runtimeFieldErrors": [], "errors": []}
     assert answer["runtimeErrors"] == [] and not answer.get("buildError")
     assert [o["kind"] for o in answer["objects"]].count("JobSet") == 1
@@ -49,9 +50,15 @@ def test_upstream_accepts_and_builds_the_bases(base: str, answers: dict[str, Jso
     "case", [c for c in webhook_cases.CASES if c.reached], ids=lambda c: c.name
 )
 def test_both_refuse_naming_the_same_field(case: WebhookCase, answers: dict[str, Json]) -> None:
-    fields = upstream_fields(answers[case.name])
-    assert case.field in fields[SECTION.get(case.judge, "errors")], fields
+    answer = answers[case.name]
+    fields = upstream_fields(answer)
+    if case.unnamed:
+        assert answer.get("trainJobError") == case.unnamed
+    else:
+        assert case.field in fields[SECTION.get(case.judge, "errors")], fields
     ours = [e.path for e in refusals(*case.inputs())]
+    if case.unnamed:
+        assert any(webhook_cases.names_field(p, case.field) for p in ours), ours
     for field in [f for named in fields.values() for f in named]:
         assert any(webhook_cases.names_field(p, field) for p in ours), (field, ours)
 
@@ -65,6 +72,7 @@ def test_upstream_never_reaches_these_branches(case: WebhookCase, answers: dict[
     Job is created. trainweave refuses them at once, naming the patch."""
     answer = answers[case.name]
     assert upstream_fields(answer) == {"crdErrors": [], "runtimeFieldErrors": [], "errors": []}
+    assert not answer.get("trainJobError")
     (jobset,) = [o for o in answer["objects"] if o["kind"] == "JobSet"]
     pods = [
         rj["template"]["spec"]["template"].get("spec") or {}

@@ -53,7 +53,10 @@ def test_refused_naming_upstreams_field(case: WebhookCase) -> None:
 
 def test_every_upstream_judge_has_cases() -> None:
     judges = {c.judge for c in webhook_cases.CASES}
-    assert judges == {"runtime-webhook", "crd", "torch", "torchtune", "mpi", "xgboost", "jobset"}
+    assert judges == {
+        "runtime-webhook", "trainjob-webhook", "crd", "torch", "torchtune", "mpi", "xgboost",
+        "jobset",
+    }  # fmt: skip
     assert len(webhook_cases.CASES) >= 30
 
 
