@@ -5,7 +5,9 @@ A ``Case`` is a valid TrainJob, its runtime and a queues file (the examples unde
 paths of a document: delete a key or item, replace a value by another JSON type (None,
 bool, int, huge int, float incl. nan/inf, strings long, empty or unicode, lists, maps), put
 another subtree of the same document in its place, duplicate a list item, empty a list or
-map, insert an unknown (or non-string) key, rename a key, swap ``kind``. ``broken_text``
+map, insert an unknown (or non-string) key, rename a key, swap ``kind``; or, most often, put
+an odd value of the same type in its place (0, -1, 2**63 - 1, another string), which parses
+and so reaches render and plan. ``broken_text``
 then sometimes damages the YAML text itself (truncation, a stray character).
 """
 
@@ -154,7 +156,18 @@ NEW_KEYS = st.one_of(
     st.booleans(),
     st.none(),
 )
+_SAME_TYPE: dict[type, st.SearchStrategy[Any]] = {
+    bool: st.booleans(),
+    int: st.one_of(
+        st.sampled_from([0, 1, -1, 2, 8, 255, 65536, 2**31 - 1, 2**31, 2**53, 2**63 - 1]),
+        st.integers(-100, 10**7),
+    ),
+    float: st.floats(allow_nan=True, allow_infinity=True),
+    str: _SCALARS.filter(lambda v: isinstance(v, str)),
+}
 OPS = (
+    "same-type",
+    "same-type",
     "delete",
     "replace",
     "graft",
@@ -204,6 +217,9 @@ def edit(doc: Any, draw: st.DrawFn) -> Any:
     loc = draw(st.sampled_from(locs))
     op = draw(st.sampled_from(OPS))
     target = _at(doc, loc)
+    if op == "same-type" and type(target) in _SAME_TYPE:
+        # a value of the right type (parses), and odd: drives render and plan past the parsers
+        return _set(doc, loc, draw(_SAME_TYPE[type(target)]))
     if op == "delete" and loc:
         parent = _parent(doc, loc)
         del parent[loc[-1]]
@@ -232,7 +248,7 @@ def edit(doc: Any, draw: st.DrawFn) -> Any:
     return _set(doc, loc, draw(VALUES))
 
 
-def mutate(doc: Any, draw: st.DrawFn, max_edits: int = 3) -> Any:
+def mutate(doc: Any, draw: st.DrawFn, max_edits: int = 2) -> Any:
     """``doc`` after 1 to ``max_edits`` random edits."""
     for _ in range(draw(st.integers(1, max_edits))):
         doc = edit(doc, draw)
@@ -246,7 +262,7 @@ def dump(docs: list[Any]) -> str:
 
 def broken_text(text: str, draw: st.DrawFn) -> str:
     """``text``, sometimes truncated or with a stray character (most often unchanged)."""
-    how = draw(st.sampled_from(["keep", "keep", "keep", "truncate", "stray"]))
+    how = draw(st.sampled_from(["keep"] * 6 + ["truncate", "stray"]))
     if how == "keep" or not text:
         return text
     at = draw(st.integers(0, len(text)))

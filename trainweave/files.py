@@ -31,6 +31,8 @@ _RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
 
 def documents(path: str) -> list[Document]:
     """Every non-empty YAML document in ``path`` (``-``: standard input), with its source."""
+    if not path:  # Path("") is the working directory: "Is a directory", naming no file
+        raise InputErrors([InputError("(file)", "is an empty file name", "''")])
     source = STDIN_NAME if path == STDIN else path
     try:
         text = sys.stdin.read() if path == STDIN else Path(path).read_text()
@@ -43,7 +45,10 @@ def documents(path: str) -> list[Document]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "(document)"
-        raise InputErrors([InputError(where, f"invalid YAML: {exc}", source)]) from None
+        # the problem and its column, on one line (str(exc) adds the context and a snippet)
+        problem = getattr(exc, "problem", None) or str(exc)
+        column = f" (column {mark.column + 1})" if mark is not None else ""
+        raise InputErrors([InputError(where, f"invalid YAML: {problem}{column}", source)]) from None
     bad = [i for i, d in enumerate(loaded) if not isinstance(d, dict)]
     if bad:
         raise InputErrors(

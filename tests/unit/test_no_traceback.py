@@ -117,7 +117,7 @@ def test_cli_on_mutated_files(
         Path(path).write_text(text)
     argv = [*command, files[0], "--runtime", files[1]]
     if command[0] == "plan":
-        argv += ["--queues", files[2], "--duration", "trainer=2.5"]
+        argv += ["--queues", files[2], "--duration", "node=2.5"]
     check_exit(argv, files)
 
 
@@ -139,7 +139,7 @@ ODD_ARGS = st.sampled_from(
         "node",
         "node=1e999",
         "node=1=2",
-        "--duration=trainer=0",
+        "--duration=node=0",
         "-o",
         "json",
         "table",
@@ -395,8 +395,21 @@ def test_a_yaml_error_is_one_line(tmp_path: Path) -> None:
     """PyYAML's message spans five lines (context, snippet, caret); an error is one."""
     (tmp_path / "tj.yaml").write_text("kind: TrainJob\nspec:\n  a: 1\n b: 2\n")
     code, out, err = run_cli(["render", str(tmp_path / "tj.yaml"), "--runtime", "x.yaml"])
-    assert (code, out, len(err.splitlines())) == (2, "", 1)
-    assert err.startswith(f"error: {tmp_path / 'tj.yaml'}: line 4: invalid YAML: ")
+    assert (code, out, err) == (
+        2,
+        "",
+        f"error: {tmp_path / 'tj.yaml'}: line 4: invalid YAML: expected <block end>, but found"
+        " '<block mapping start>' (column 2)\n",
+    )
+
+
+def test_an_empty_file_name_is_named() -> None:
+    """``Path("")`` is the working directory: the error was ``error: (file): Is a directory``."""
+    assert run_cli(["render", "", "--runtime", "x.yaml"]) == (
+        2,
+        "",
+        "error: '': (file): is an empty file name\n",
+    )
 
 
 @pytest.mark.parametrize(
