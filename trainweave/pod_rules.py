@@ -91,20 +91,16 @@ def pod_spec_errors(
 
 
 def container_errors(
-    container: Json, path: str, reason: Reason, volumes: set[Any] | None = None
+    container: Json, path: str, reason: Reason, volumes: set[str]
 ) -> list[InputError]:
-    """validateContainerCommon: image, ports, env, envFrom, mounts, devices, resources.
-
-    ``volumes`` None: the pod is not known (a TrainJob's container fields), mounts unchecked.
-    """
+    """validateContainerCommon: image, ports, env, envFrom, mounts of ``volumes``, resources."""
     errors = []
-    if volumes is not None and not container.get("image"):
+    if not container.get("image"):
         errors.append(InputError(f"{path}.image", "Required value", reason=reason))
     errors += _port_errors(container.get("ports") or [], f"{path}.ports", reason)
     errors += env_errors(container.get("env") or [], f"{path}.env", reason)
     errors += _env_from_errors(container.get("envFrom") or [], f"{path}.envFrom", reason)
-    if volumes is not None:
-        errors += _mount_errors(container, path, reason, volumes)
+    errors += _mount_errors(container, path, reason, volumes)
     errors += pod_resources.errors(container.get("resources"), f"{path}.resources", reason)
     return errors
 
@@ -194,7 +190,7 @@ def _volume_errors(volumes: list[Any], path: str, reason: Reason) -> list[InputE
 
 
 def _mount_errors(
-    container: Json, path: str, reason: Reason, volumes: set[Any]
+    container: Json, path: str, reason: Reason, volumes: set[str]
 ) -> list[InputError]:
     # ValidateVolumeMounts, ValidateVolumeDevices: names a pod volume; paths unique; subPath and
     # subPathExpr relative without '..' (validateLocalDescendingPath)
