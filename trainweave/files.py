@@ -54,7 +54,35 @@ def documents(path: str) -> list[Document]:
         raise InputErrors(
             InputError(f"(document {i + 1})", "is not a mapping", source) for i in bad
         )
-    return [(d, source) for d in loaded]
+    try:
+        return [(_json_keys(d, ""), source) for d in loaded]
+    except _KeyError as exc:
+        raise InputErrors([InputError(exc.path or "(document)", exc.reason, source)]) from None
+
+
+class _KeyError(Exception):
+    def __init__(self, path: str, reason: str) -> None:
+        self.path, self.reason = path, reason
+
+
+def _json_keys(value: Any, path: str) -> Any:
+    """``value`` with every map key a string, as kubectl sends YAML as JSON: ``1:`` is ``"1"``,
+    ``true:`` is ``"true"``, a ``null`` key an error (sigs.k8s.io/yaml@v1.6.0 yaml.go
+    ``convertToJSONableObject``)."""
+    if isinstance(value, list):
+        return [_json_keys(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key is None or not isinstance(key, str | int | float):
+            raise _KeyError(path, f"unsupported map key {'null' if key is None else repr(key)}")
+        name = _KEY_WORDS.get(key, str(key)) if isinstance(key, bool) else str(key)
+        out[name] = _json_keys(item, f"{path}.{name}" if path else name)
+    return out
+
+
+_KEY_WORDS = {True: "true", False: "false"}
 
 
 @dataclass(frozen=True)

@@ -403,6 +403,26 @@ def test_a_yaml_error_is_one_line(tmp_path: Path) -> None:
     )
 
 
+def test_map_keys_are_strings_as_kubectl_sends_them(tmp_path: Path) -> None:
+    """YAML's ``true:`` and ``1:`` keys are JSON's ``"true"`` and ``"1"`` (a bool key crashed the
+    resource-name check with AttributeError); a ``null`` key is an error."""
+    tj = tmp_path / "tj.yaml"
+    tj.write_text(dump([{**TORCH.trainjob, "spec": {**TORCH.trainjob["spec"], True: 1}}]))
+    rt = tmp_path / "rt.yaml"
+    rt.write_text(dump([TORCH.runtime]))
+    assert run_cli(["render", str(tj), "--runtime", str(rt)]) == (
+        2,
+        "",
+        f"error: {tj}: spec.true: unknown field\n",
+    )
+    tj.write_text("kind: TrainJob\nspec:\n  ~: 1\n")
+    assert run_cli(["render", str(tj), "--runtime", str(rt)]) == (
+        2,
+        "",
+        f"error: {tj}: spec: unsupported map key null\n",
+    )
+
+
 def test_an_empty_file_name_is_named() -> None:
     """``Path("")`` is the working directory: the error was ``error: (file): Is a directory``."""
     assert run_cli(["render", "", "--runtime", "x.yaml"]) == (
