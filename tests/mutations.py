@@ -98,13 +98,7 @@ KINDS = (
     "Pod",
     "",
 )
-_SCALARS = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.sampled_from([0, 1, -1, 2**31, 2**63, -(2**63) - 1, 10**30]),
-    st.integers(-(10**6), 10**6),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from([0.5, -0.0, 1e-9, 1e308, float("nan"), float("inf"), float("-inf")]),
+_STRINGS = st.one_of(
     st.text(max_size=12),
     st.sampled_from(
         [
@@ -142,6 +136,15 @@ _SCALARS = st.one_of(
         ]
     ),
 )
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.sampled_from([0, 1, -1, 2**31, 2**63, -(2**63) - 1, 10**30]),
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.5, -0.0, 1e-9, 1e308, float("nan"), float("inf"), float("-inf")]),
+    _STRINGS,
+)
 VALUES: st.SearchStrategy[Any] = st.one_of(
     _SCALARS,
     st.lists(_SCALARS, max_size=3),
@@ -163,7 +166,7 @@ _SAME_TYPE: dict[type, st.SearchStrategy[Any]] = {
         st.integers(-100, 10**7),
     ),
     float: st.floats(allow_nan=True, allow_infinity=True),
-    str: _SCALARS.filter(lambda v: isinstance(v, str)),
+    str: _STRINGS,
 }
 OPS = (
     "same-type",

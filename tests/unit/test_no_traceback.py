@@ -34,7 +34,7 @@ from trainweave.labels import Reason
 Json = dict[str, Any]
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=UTC)
 # a field path, where the message starts or after the source: "spec.trainer.numNodes: ..."
-FIELD = re.compile(r"(^|: )(spec|metadata|kind|apiVersion)\b[^:]*: ")
+FIELD = re.compile(r"(^|: )(spec|metadata|kind|apiVersion)\b.*: \S")
 ERROR_REST = re.compile(r"( \(document \d+\))?: \S.*: \S")
 INPUT_REASONS = {
     Reason.TRAINING_RUNTIME_NOT_FOUND,
@@ -89,7 +89,7 @@ def check_exit(argv: list[str], files: list[str]) -> int:
         assert out == ""
         lines = err.splitlines()
         assert lines, "exit 2 without a word"
-        sources = {*files, *argv, "(stdin)", "(command line)"}
+        sources = {*files, *argv, "(stdin)", "(command line)", "''"}  # "''": an empty name
         bad = [line for line in lines if not _names_source(line, sources)]
         assert not bad, bad
     return code
