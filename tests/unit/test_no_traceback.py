@@ -258,6 +258,11 @@ def test_controller_on_mutated_inputs(pair: tuple[Case, Json, Json], started: bo
         assert FIELD.search(cond["message"]), cond["message"]
         assert len(cond["message"].splitlines()) == 1, cond["message"]
         assert created == set(), created
+        # the next reconcile sees the Failed condition: nothing to start, nothing to write
+        tj["status"] = {**(tj.get("status") or {}), **statuses[-1]["status"]}
+        again = reconcile.actions(Observed(tj), NOW)
+        assert again.start is None and again.requeue_after is None, again
+        assert [r for r in again.requests + again.after_start if r.is_write] == [], again
     else:
         assert "Workflow" in created, created
 
