@@ -3,7 +3,9 @@
 ``status`` reads the live TrainJob, its Workflows and pods (label ``trainweave.io/trainjob``)
 and the step Workloads, folds them with the same pure functions the controller
 uses (``rollup``, ``quota``) and prints a table. Workloads that are gone are
-shown from the ``trainweave.io/quota`` annotation. ``queues`` lists ClusterQueues,
+shown from the ``trainweave.io/quota`` annotation. ``status --timeline`` also reads the
+namespace's Events about Workloads (Kueue's wait reasons) and prints ``timeline``'s Gantt chart
+(or its JSON, or a PNG). ``queues`` lists ClusterQueues,
 LocalQueues, Workloads, TrainJobs and Workflows once (read only) and prints
 ``queues_view``'s per-ClusterQueue view.
 """
@@ -12,11 +14,13 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TextIO
 
 from trainweave import labels, yamlout
-from trainweave.integrations.views import api, queues_view, quota
+from trainweave.integrations.views import api, queues_view, quota, timeline, timeline_format
 from trainweave.integrations.views.argo_view import step_groups, view
 from trainweave.integrations.views.bodies import Meta, TrainJobBody, list_at
 from trainweave.integrations.views.observed import Observed, observed, owned
@@ -99,27 +103,78 @@ def print_status(obs: Observed, now: datetime, out: TextIO) -> None:
         )
 
 
-def main(name: str, namespace: str, configuration: Any, out: TextIO, err: TextIO) -> int:
+@dataclass(frozen=True)
+class Timeline:
+    """``--timeline`` (``on``), ``-o`` (table|json) and ``--timeline-png`` FILE ("" for none)."""
+
+    on: bool = False
+    output: str = "table"
+    png: str = ""
+
+
+def workload_events(send: api.Send, namespace: str) -> list[Json]:
+    """The namespace's Events about Workloads (Kueue's wait reasons); [] if not readable."""
+    try:
+        return list_all(send, api.EVENT, namespace, field="involvedObject.kind=Workload")
+    except api.ApiError:
+        return []  # no RBAC for Events, say: the timeline without Kueue's old reasons
+
+
+def print_timeline(
+    obs: Observed, events: list[Json], now: datetime, out: TextIO, opts: Timeline
+) -> None:
+    """The step timeline of ``obs`` on ``out`` (text or JSON), and its PNG into ``opts.png``."""
+    tl = timeline.timeline(obs, now, events)
+    if opts.output == "json":
+        json.dump(timeline_format.to_json(tl), out, indent=2)
+        out.write("\n")
+    else:
+        out.write(timeline_format.format_text(tl))
+    if opts.png:
+        from trainweave.integrations.views import timeline_png
+
+        Path(opts.png).write_bytes(timeline_png.png(tl))
+
+
+def main(
+    name: str,
+    namespace: str,
+    configuration: Any,
+    out: TextIO,
+    err: TextIO,
+    opts: Timeline = Timeline(),
+) -> int:
     """The ``status`` command against the cluster of a kubernetes client ``configuration``:
-    the report on ``out``, or an API error on ``err`` (exit 1)."""
+    the report (or with ``opts.on`` the timeline) on ``out``, or an error on ``err`` (exit 1)."""
     from trainweave.integrations.cluster.kube import KubeClient
 
     client = KubeClient(configuration)
     try:
         obs = observe(client.send, namespace, name)
+        events = workload_events(client.send, namespace) if opts.on else []
     except api.ApiError as exc:
         err.write(f"error: {exc}\n")
         return 1
-    print_status(obs, datetime.now(UTC), out)
+    if not opts.on:
+        print_status(obs, datetime.now(UTC), out)
+        return 0
+    try:
+        print_timeline(obs, events, datetime.now(UTC), out, opts)
+    except OSError as exc:
+        err.write(f"error: {opts.png}: {exc.strerror or exc}\n")
+        return 1
     return 0
 
 
-def list_all(send: api.Send, kind: api.Kind, namespace: str = "", selector: str = "") -> list[Json]:
-    """Every item of a collection, paged 500 at a time."""
+def list_all(
+    send: api.Send, kind: api.Kind, namespace: str = "", selector: str = "", field: str = ""
+) -> list[Json]:
+    """Every item of a collection (``field``: a fieldSelector), paged 500 at a time."""
     items: list[Json] = []
     cont = ""
     while True:
         params = {"limit": "500"} | ({"continue": cont} if cont else {})
+        params |= {"fieldSelector": field} if field else {}
         page = send(api.list_(kind, namespace, selector, **params))
         items += list_at(page, "items")
         cont = Meta.of(page).continue_token

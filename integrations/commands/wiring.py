@@ -20,6 +20,7 @@ from trainweave.errors import InputError, InputErrors
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
+PIP = "pip install matplotlib"
 OutputOption = Callable[[argparse.ArgumentParser, tuple[str, ...], str], None]
 
 
@@ -59,7 +60,19 @@ def add_commands(
     )
     st.add_argument("trainjob")
     st.add_argument("-n", "--namespace", default="default")
-    output(st, ("table",), "the status table")
+    output(st, ("table", "json"), "the status table, or (with --timeline) the timeline's data")
+    st.add_argument(
+        "--timeline",
+        action="store_true",
+        help="per step attempt: waiting for quota (queue, Kueue's reason), held, running, "
+        "finished, with GPU-seconds held and used, as a text Gantt chart",
+    )
+    st.add_argument(
+        "--timeline-png",
+        metavar="FILE",
+        default="",
+        help="also draw the timeline into FILE as a PNG (needs matplotlib)",
+    )
     st.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
     st.set_defaults(handler=_status)
 
@@ -133,10 +146,28 @@ def configuration(kubeconfig: str | None) -> Any:
 
 
 def _status(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    errors = []
+    if args.output == "json" and not args.timeline:
+        errors.append(InputError("--output", "json is the timeline's data: add --timeline"))
+    if args.timeline_png and importlib.util.find_spec("matplotlib") is None:
+        errors.append(
+            InputError("--timeline-png", "needs matplotlib, which is not installed: " + PIP)
+        )
+    if errors:
+        raise InputErrors(e.at("(command line)") for e in errors)
     from trainweave.integrations.commands import status_cli
 
     return status_cli.main(
-        args.trainjob, args.namespace, configuration(args.kubeconfig), sys.stdout, sys.stderr
+        args.trainjob,
+        args.namespace,
+        configuration(args.kubeconfig),
+        sys.stdout,
+        sys.stderr,
+        status_cli.Timeline(
+            args.timeline or bool(args.timeline_png), args.output, args.timeline_png
+        ),
     )
 
 

@@ -478,7 +478,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     [
         ("render", ["yaml", "json"]),
         ("plan", ["table", "yaml", "json"]),
-        ("status", ["table"]),
+        ("status", ["table", "json"]),
         ("queues", ["table", "yaml", "json"]),
     ],
 )
