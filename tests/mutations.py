@@ -296,6 +296,8 @@ def mutated_case(draw: st.DrawFn) -> tuple[Case, str, str, str]:
         texts[0] = dump([mutate(case.trainjob, draw)])
     if "runtime" in which:
         texts[1] = dump([mutate(case.runtime, draw)])
+    if draw(st.integers(0, 9)) == 0:  # a runtime file of several runtimes (or two of one name)
+        texts[1] += "---\n" + dump([draw(st.sampled_from(CASES)).runtime])
     if "queues" in which:
         queues = mutate(list(case.queues), draw)
         texts[2] = dump(queues if isinstance(queues, list) else [queues])
@@ -305,9 +307,10 @@ def mutated_case(draw: st.DrawFn) -> tuple[Case, str, str, str]:
 
 
 @st.composite
-def mutated_pair(draw: st.DrawFn) -> tuple[Case, Json, Json]:
+def mutated_pair(draw: st.DrawFn) -> tuple[Case, Json, Json, str | None]:
     """A case with its TrainJob ``spec`` and/or its runtime mutated (as the API server would
-    serve them: documents, not text)."""
+    serve them: documents, not text), and sometimes the runtime as the text of its snapshot
+    ConfigMap (which a user may edit)."""
     case = draw(st.sampled_from(CASES))
     tj, rt = copy.deepcopy(case.trainjob), case.runtime
     which = draw(st.sampled_from(["trainjob", "runtime", "both"]))
@@ -318,4 +321,8 @@ def mutated_pair(draw: st.DrawFn) -> tuple[Case, Json, Json]:
     if not isinstance(rt, dict):  # the API server serves an object, whatever it holds
         rt = case.runtime
     # JSON on the wire: every map key a string (YAML's 1: or true: keys are the CLI's to meet)
-    return case, json.loads(json.dumps(tj)), json.loads(json.dumps(rt))
+    rt = json.loads(json.dumps(rt))
+    snapshot = None
+    if draw(st.integers(0, 4)) == 0:  # from the runtime snapshot ConfigMap, as YAML text
+        snapshot = broken_text(dump([rt]), draw)
+    return case, json.loads(json.dumps(tj)), rt, snapshot

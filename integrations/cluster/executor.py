@@ -62,6 +62,24 @@ def _input(doc: Json) -> Json:
     }
 
 
+def _snapshot(text: str, source: str) -> Json:
+    """The runtime document of a snapshot ConfigMap; text edited into no YAML mapping is an
+    input error (raised, it would be retried for ever)."""
+    where = f"data.{labels.RUNTIME_SNAPSHOT_KEY}"
+    try:
+        snap = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or "not YAML"
+        raise InputErrors(
+            [InputError(where, f"invalid YAML: {problem}", source, Reason.INVALID_RUNTIME)]
+        ) from None
+    if not isinstance(snap, dict):
+        raise InputErrors(
+            [InputError(where, "is not a YAML mapping", source, Reason.INVALID_RUNTIME)]
+        )
+    return snap
+
+
 class Executor:
     """Sends the actions' requests through ``send``; builds children with ``renderer``."""
 
@@ -117,13 +135,13 @@ class Executor:
     def _runtime(self, trainjob: Json) -> Json:
         meta = trainjob["metadata"]
         ns = str(meta["namespace"])
+        snapshot = names.snapshot_name(meta["name"])
         try:
-            cm = self.send(api.get(api.CONFIGMAP, ns, names.snapshot_name(meta["name"])))
+            cm = self.send(api.get(api.CONFIGMAP, ns, snapshot))
             owners = Meta.of(cm).owner_uids
             text = obj_at(cm, "data").get(labels.RUNTIME_SNAPSHOT_KEY)
             if text and meta["uid"] in owners:
-                snap: Json = yaml.safe_load(text)
-                return snap
+                return _snapshot(str(text), f"ConfigMap {snapshot}")
         except api.ApiError as err:
             if not err.not_found:
                 raise

@@ -34,7 +34,7 @@ from trainweave.labels import Reason
 Json = dict[str, Any]
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=UTC)
 # a field path, where the message starts or after the source: "spec.trainer.numNodes: ..."
-FIELD = re.compile(r"(^|: )(spec|metadata|kind|apiVersion)\b.*: \S")
+FIELD = re.compile(r"(^|: )(spec|metadata|kind|apiVersion|data)\b.*: \S")
 ERROR_REST = re.compile(r"( \(document \d+\))?: \S.*: \S")
 INPUT_REASONS = {
     Reason.TRAINING_RUNTIME_NOT_FOUND,
@@ -215,8 +215,9 @@ class FakeApi:
     """The API server edge: the runtime for any runtime GET, 404 for other GETs, 201 for
     creates; records every request."""
 
-    def __init__(self, runtime: Json) -> None:
+    def __init__(self, runtime: Json, snapshot: str | None = None) -> None:
         self.runtime = runtime
+        self.snapshot = snapshot
         self.sent: list[api.Request] = []
 
     def __call__(self, req: api.Request) -> Json:
@@ -224,14 +225,21 @@ class FakeApi:
         if req.method == "GET":
             if "trainingruntimes/" in req.path:
                 return copy.deepcopy(self.runtime)
+            if "/configmaps/" in req.path and self.snapshot is not None:
+                return {
+                    "metadata": {"ownerReferences": [{"uid": "tj-uid", "controller": True}]},
+                    "data": {"runtime": self.snapshot},
+                }
             raise api.ApiError(404, "NotFound")
         return {}
 
 
 @_settings(1000)
 @given(mutated_pair(), st.booleans())
-def test_controller_on_mutated_inputs(pair: tuple[Case, Json, Json], started: bool) -> None:
-    _, tj, rt = pair
+def test_controller_on_mutated_inputs(
+    pair: tuple[Case, Json, Json, str | None], started: bool
+) -> None:
+    _, tj, rt, snapshot = pair
     tj["metadata"] = {
         **tj["metadata"],
         "namespace": tj["metadata"].get("namespace", "ml"),
@@ -240,7 +248,7 @@ def test_controller_on_mutated_inputs(pair: tuple[Case, Json, Json], started: bo
         "annotations": {"trainweave.io/attempts": "1"} if started else {},
     }
     plan = reconcile.actions(Observed(tj), NOW)
-    fake = FakeApi(rt)
+    fake = FakeApi(rt, snapshot)
     Executor(fake, adapters_renderer(), lambda: NOW).run(plan, tj)
     if plan.start is None:
         return  # another controller's TrainJob (spec.managedBy), or finished
@@ -460,3 +468,29 @@ def test_controller_deadline_of_any_value(deadline: object, created: bool) -> No
         cond = status["status"]["conditions"][-1]
         assert (cond["type"], cond["reason"]) == ("Failed", "InvalidTrainJob")
         assert cond["message"].startswith("TrainJob: spec.activeDeadlineSeconds: ")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param(
+            "spec:\n\tx: 1\n",
+            "invalid YAML: found character '\\t' that cannot start any token",
+            id="not-yaml",  # was yaml.ScannerError out of Executor.start: retried for ever
+        ),
+        pytest.param("[a, b]\n", "is not a YAML mapping", id="a-list"),  # was ValueError
+    ],
+)
+def test_an_edited_snapshot_configmap_fails_the_trainjob(text: str, message: str) -> None:
+    tj = copy.deepcopy(TORCH.trainjob)
+    tj["metadata"].update(uid="tj-uid", creationTimestamp="2026-11-01T10:00:00Z")
+    fake = FakeApi(TORCH.runtime, snapshot=text)
+    Executor(fake, adapters_renderer(), lambda: NOW).run(reconcile.actions(Observed(tj), NOW), tj)
+    status = next(r.body for r in fake.sent if r.path.endswith("/status"))
+    assert status is not None
+    cond = status["status"]["conditions"][-1]
+    assert (cond["type"], cond["reason"], cond["message"]) == (
+        "Failed",
+        "InvalidRuntime",
+        f"ConfigMap mnist-runtime-snapshot: data.runtime: {message}",
+    )
