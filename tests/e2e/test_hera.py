@@ -18,10 +18,12 @@ from typing import Any, cast
 
 import pytest
 import yaml
-from hera.exceptions import Unauthorized
-from hera.workflows import Parameter, Workflow, WorkflowsService
+from hera.exceptions import BadRequest, Unauthorized
+from hera.workflows import DAG, Container, Parameter, Task, Workflow, WorkflowsService
 from hera.workflows import models as m
 from kubernetes import client
+
+from trainweave.workflows import exit_cleanup, trainer
 
 from .kube import KUEUE, Kube, condition_is, default_kubeconfig, wait_until
 
@@ -246,3 +248,53 @@ def test_hera_sweep_fans_out_one_pod_group_per_item(
     nodes = {n.display_name: n.phase for n in (done.status.nodes or {}).values()}
     assert nodes["prepare"] == "Succeeded"
     assert nodes["model-exporter"] == "Skipped"
+
+
+def test_hera_one_step_as_two_tasks_is_two_pod_groups(
+    kube: Kube, namespace: str, author: WorkflowsService
+) -> None:
+    """The trainer step of examples/hera/eval_gate.py called as ``pretrain`` then ``finetune``,
+    each with its own ``instance``: two Workloads of 2 pods, each with its own torch master."""
+    node = trainer(
+        "node",
+        "pytorch/pytorch:2.13.0",
+        ["torchrun", "train.py"],
+        "gpu-queue",
+        nodes=2,
+        args=["--stage", "{{inputs.parameters.instance}}"],
+    )
+    with Workflow(generate_name="two-tasks-", namespace=namespace, entrypoint="main") as w:
+        with DAG(name="main"):
+            pretrain = node(name="pretrain", instance="pretrain")
+            pretrain >> node(name="finetune", instance="finetune")
+        w.on_exit = exit_cleanup(node)
+    done, seen = submit_and_wait(kube, author, w)
+    name = done.metadata.name
+    stages = ("pretrain", "finetune")
+    assert_workloads(
+        seen, namespace, {f"{name}-node-{s}-a0": ("gpu-queue", "gpu", 2) for s in stages}
+    )
+    for stage in stages:
+        pods = kube.group_pods(namespace, f"{name}-node-{stage}-a0")
+        assert len(pods) == 2, stage
+        for pod in pods:
+            (container,) = [c for c in pod.spec.containers if c.name == "node"]
+            assert container.args == ["--stage", stage]
+            env = {e.name: e.value for e in container.env or []}
+            assert env["PET_MASTER_ADDR"] == f"{name}-node-{stage}-0-0.{name}"
+
+
+def test_argo_server_refuses_a_when_on_a_steps_outputs(
+    namespace: str, author: WorkflowsService
+) -> None:
+    """A plain Hera task's ``when`` naming a trainweave task's outputs, which the builders
+    cannot see: the Argo server refuses the Workflow on submit (docs/hera.md)."""
+    node = trainer("node", "pytorch/pytorch:2.13.0", ["torchrun", "train.py"], "gpu-queue")
+    with Workflow(generate_name="when-", namespace=namespace, entrypoint="main") as w:
+        notify = Container(name="notify", image="busybox:1.37", command=["true"])
+        with DAG(name="main"):
+            when = "{{tasks.train.outputs.parameters.loss}} < 0.5"
+            node(name="train") >> cast(Task, notify(when=when))
+    w.workflows_service = author
+    with pytest.raises(BadRequest, match=r"failed to resolve \{\{tasks.train.outputs"):
+        w.create()
