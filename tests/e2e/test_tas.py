@@ -33,6 +33,7 @@ HOST = "kubernetes.io/hostname"
 POOL = "trainweave.test/pool"
 TAINT = "trainweave.test/tas"
 INDEX = "kueue.x-k8s.io/pod-group-pod-index"
+COMPLETION = "batch.kubernetes.io/job-completion-index"
 
 
 def _nodes(ns: str) -> list[Json]:
@@ -255,6 +256,10 @@ def _placed(kube: Kube, ns: str, group: str, count: int) -> dict[int, str]:
         pods = [p for p in kube.group_pods(ns, group) if p.metadata.deletion_timestamp is None]
         if len(pods) != count or not all(p.spec.node_name for p in pods):
             return None
+        # the rank is the completion index PET_NODE_RANK reads (one replica of the trainer Job)
+        assert all(p.metadata.labels[INDEX] == p.metadata.labels[COMPLETION] for p in pods)
+        by_name = sorted(pods, key=lambda p: p.metadata.name)
+        print(f"{group} pods by name: {[p.metadata.labels[INDEX] for p in by_name]} (ranks)")
         return {int(p.metadata.labels[INDEX]): p.spec.node_name for p in pods}
 
     return wait_until(f"pods of {group} bound", bound, timeout=120)
@@ -286,7 +291,8 @@ def test_trainer_lands_in_one_block_in_rank_order(
     assert {block_of[h] for h in hosts} == {block_of[n] for n in placed.values()}
     (big_block,) = {block_of[n] for n in placed.values()}
     assert big_block != fill_block
-    # rank i on the host Kueue assigned to slot i
+    # rank i on the host Kueue assigned to slot i (Argo names pods <workflow>-node-<hash>: an
+    # order other than the ranks' would match the slots by chance, 1 in 24)
     assert placed == dict(enumerate(hosts))
     wait_condition(kube, namespace, "Complete", name="big", timeout=240)
     assert fill is not None
