@@ -9,9 +9,11 @@ it for a while, ``ft2``'s trainer waits for it (Kueue: ``QuotaReserved=False``, 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,12 +26,17 @@ pytestmark = pytest.mark.e2e
 Json = dict[str, Any]
 
 
-def _status(ns: str, name: str, *args: str) -> str:
-    out = subprocess.run(
+def _run(ns: str, name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "-m", "trainweave.cli", "status", name, "-n", ns, "--timeline",
          "--kubeconfig", str(default_kubeconfig()), *args],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True,
     )  # fmt: skip
+
+
+def _status(ns: str, name: str, *args: str) -> str:
+    out = _run(ns, name, *args)
+    assert out.returncode == 0, out.stderr
     return out.stdout
 
 
@@ -54,7 +61,7 @@ def _check_waited(doc: Json, ns: str) -> Json:
 
 
 def test_second_pipeline_waits_for_gpus_then_runs(
-    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
+    kube: Kube, namespace: str, queues: Any, controller: ControllerProc, tmp_path: Path
 ) -> None:
     ns = namespace
     queues(gpu_quota=2)
@@ -103,6 +110,17 @@ def test_second_pipeline_waits_for_gpus_then_runs(
     assert phases[0] == "waiting" and "running" in phases and set(phases[1:]) <= {"held", "running"}
     inits = [s for s in doc["steps"] if s["role"] == "initializer"]
     assert {s["queue"] for s in inits} == {"cpu"} and all(s["gpus"] == 0 for s in inits)
+
+    # The same as a PNG: with matplotlib (optional) a picture, without it one line, exit 2.
+    png = tmp_path / "ft2-timeline.png"
+    out = _run(ns, "ft2", "--timeline-png", str(png))
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert out.returncode == 0 and out.stdout == text, out.stderr
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        print(f"PNG: {png}")
+    else:
+        assert (out.returncode, out.stdout, out.stderr) == (2, "", "error: (command line): "
+            "--timeline-png: needs matplotlib, which is not installed: pip install matplotlib\n")  # fmt: skip
 
     # The Workflow (and with it the pods, and with them their Workloads) gone: what is left is
     # the annotation (times, queues, GPUs) and Kueue's Events (the reason).
