@@ -21,6 +21,10 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
+from trainweave.adapters.kueue import workloads
+from trainweave.adapters.trainjob.trainer import to_pipeline
+from trainweave.inputs import parse_runtime, parse_trainjob
+
 from .controller_proc import ControllerProc
 from .kube import KUEUE, Kube, condition_is, wait_until
 from .pipelines import apply, example, wait_condition
@@ -245,6 +249,13 @@ def _hosts(wl: Json) -> list[str]:
     return out
 
 
+def _preview_requests(tj: Json, rt: Json, workload: str) -> dict[str, Json]:
+    """PodSet name -> topologyRequest of ``trainweave plan -o yaml``'s Workload preview."""
+    pipeline = to_pipeline(parse_trainjob(tj), parse_runtime(rt))
+    (wl,) = [w for w in workloads.workloads(pipeline) if w["metadata"]["name"] == workload]
+    return {ps["name"]: ps["topologyRequest"] for ps in wl["spec"]["podSets"]}
+
+
 def _admitted(wl: Json) -> bool:
     return condition_is(wl, "Admitted")
 
@@ -270,20 +281,25 @@ def test_trainer_lands_in_one_block_in_rank_order(
 ) -> None:
     block_of = {n["metadata"]["name"]: n["metadata"]["labels"][BLOCK] for n in fleet}
     # the first pipeline's trainer fills one rack (2 of the 8 nodes) and keeps running
-    apply(kube, namespace, *_tas_example(namespace, "fill", 2, RACK, "600s"))
+    fill_tj, fill_rt = _tas_example(namespace, "fill", 2, RACK, "600s")
+    apply(kube, namespace, fill_tj, fill_rt)
     fill = kube.wait_workload(namespace, "fill-node-a0", _admitted, "admitted", timeout=180)
+    # the preview (trainweave plan -o yaml) is the topologyRequest Kueue built
+    live = {ps["name"]: ps["topologyRequest"] for ps in fill["spec"]["podSets"]}
+    assert live == _preview_requests(fill_tj, fill_rt, "fill-node-a0")
     fill_nodes = _placed(kube, namespace, "fill-node-a0", 2)
     (fill_block,) = {block_of[n] for n in fill_nodes.values()}
 
-    apply(kube, namespace, *_tas_example(namespace, "big", 4, BLOCK, "5s"))
+    big_tj, big_rt = _tas_example(namespace, "big", 4, BLOCK, "5s")
+    apply(kube, namespace, big_tj, big_rt)
     wl = kube.wait_workload(namespace, "big-node-a0", _admitted, "admitted", timeout=180)
     print("\n$ kubectl get workload big-node-a0 -o yaml  # status.admission")
     print(yaml.safe_dump({"status": {"admission": wl["status"]["admission"]}}, sort_keys=False))
     (podset,) = wl["spec"]["podSets"]
-    assert podset["topologyRequest"] == {
-        "required": BLOCK,
-        "podIndexLabel": INDEX,
-    }
+    assert podset["topologyRequest"] == {"required": BLOCK, "podIndexLabel": INDEX}
+    assert {podset["name"]: podset["topologyRequest"]} == _preview_requests(
+        big_tj, big_rt, "big-node-a0"
+    )
     hosts = _hosts(wl)
     placed = _placed(kube, namespace, "big-node-a0", 4)
     print(f"fill (rack): {fill_nodes}\nbig (block): {placed}")
@@ -295,4 +311,3 @@ def test_trainer_lands_in_one_block_in_rank_order(
     # order other than the ranks' would match the slots by chance, 1 in 24)
     assert placed == dict(enumerate(hosts))
     wait_condition(kube, namespace, "Complete", name="big", timeout=240)
-    assert fill is not None
