@@ -168,6 +168,14 @@ _SAME_TYPE: dict[type, st.SearchStrategy[Any]] = {
     float: st.floats(allow_nan=True, allow_infinity=True),
     str: _STRINGS,
 }
+META_KEYS = (
+    "kueue.x-k8s.io/queue-name",
+    "kueue.x-k8s.io/priority-class",
+    "queue.trainweave.io/node",
+    "queue.trainweave.io/dataset-initializer",
+    "trainweave.io/attempts",
+    "trainer.kubeflow.org/trainjob-ancestor-step",
+)
 OPS = (
     "same-type",
     "same-type",
@@ -316,6 +324,10 @@ def mutated_pair(draw: st.DrawFn) -> tuple[Case, Json, Json, str | None]:
     which = draw(st.sampled_from(["trainjob", "runtime", "both"]))
     if which != "runtime":
         tj["spec"] = mutate(tj["spec"], draw)
+    for field in ("labels", "annotations"):  # map[string]string, whatever the strings say
+        extra = draw(st.dictionaries(st.sampled_from(META_KEYS), _STRINGS, max_size=2))
+        if extra:
+            tj["metadata"][field] = {**tj["metadata"].get(field, {}), **extra}
     if which != "trainjob":
         rt = mutate(rt, draw)
     if not isinstance(rt, dict):  # the API server serves an object, whatever it holds

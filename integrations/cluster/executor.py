@@ -45,7 +45,9 @@ def adapters_renderer(default_queue: str | None = None) -> Renderer:
         from trainweave import inputs
 
         tj = inputs.parse_trainjob(_input(trainjob), "TrainJob")
-        rt = inputs.parse_runtime(_input(runtime), str(runtime.get("kind", "runtime")))
+        kind = runtime.get("kind")  # the source named in messages: a kind, never a long text
+        source = kind if kind in ("TrainingRuntime", "ClusterTrainingRuntime") else "runtime"
+        rt = inputs.parse_runtime(_input(runtime), source)
         return render.render(tj, rt, dataclasses.replace(options, default_queue=default_queue))
 
     return run

@@ -263,7 +263,7 @@ def test_controller_on_mutated_inputs(
     if failed:
         cond = failed[-1]
         assert cond["reason"] in INPUT_REASONS, cond
-        assert FIELD.search(cond["message"]), cond["message"]
+        assert FIELD.search(cond["message"]), repr(cond["message"])
         assert len(cond["message"].splitlines()) == 1, cond["message"]
         assert created == set(), created
         # the next reconcile sees the Failed condition: nothing to start, nothing to write
@@ -493,4 +493,20 @@ def test_an_edited_snapshot_configmap_fails_the_trainjob(text: str, message: str
         "Failed",
         "InvalidRuntime",
         f"ConfigMap mnist-runtime-snapshot: data.runtime: {message}",
+    )
+
+
+def test_a_runtime_of_a_long_kind_is_named_by_its_field() -> None:
+    """The runtime's ``kind`` was the message's source: 5000 characters of it pushed the field
+    path out of the condition message (``rollup.clip`` keeps its first 4056 characters)."""
+    tj = copy.deepcopy(TORCH.trainjob)
+    tj["metadata"].update(uid="tj-uid", creationTimestamp="2026-11-01T10:00:00Z")
+    fake = FakeApi({**TORCH.runtime, "kind": "a" * 5000})
+    Executor(fake, adapters_renderer(), lambda: NOW).run(reconcile.actions(Observed(tj), NOW), tj)
+    status = next(r.body for r in fake.sent if r.path.endswith("/status"))
+    assert status is not None
+    cond = status["status"]["conditions"][-1]
+    assert (cond["reason"], cond["message"][:60]) == (
+        "InvalidRuntime",
+        "runtime: kind: expected trainer.kubeflow.org/v1alpha1 Traini",
     )
