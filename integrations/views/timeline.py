@@ -1,7 +1,6 @@
 """A TrainJob's step timeline: per step Workload (one step of one attempt), when it waited for
 quota, held it and ran, from what the controller already records. Pure (``now`` passed in).
-
-Sources, newest first:
+Sources:
 
 - the live Workloads (Kueue v1beta2 ``apis/kueue/v1beta2/workload_types.go``): creation,
   ``QuotaReserved`` (its False reason/message while waiting), ``Admitted``, ``Evicted``,
@@ -113,7 +112,6 @@ class Timeline:
 @dataclass(frozen=True)
 class _Interval:
     group: str
-    key: str  # Argo node name (or pod name)
     slot: str
     start: datetime
     end: datetime | None
@@ -133,7 +131,7 @@ def timeline(obs: Observed, now: datetime, events: Iterable[Json] = ()) -> Timel
     records = quota.merge(
         quota.decode(body.meta.annotation(labels.QUOTA_ANNOTATION)), quota_records(obs, now)
     )
-    live = {Meta.of(w).name: w for w in obs.workloads}
+    live = {(Meta.of(w).name, Meta.of(w).creation_timestamp): w for w in obs.workloads}
     intervals = _intervals(obs)
     created_of: dict[str, list[datetime]] = {}
     for q in records:
@@ -149,7 +147,14 @@ def timeline(obs: Observed, now: datetime, events: Iterable[Json] = ()) -> Timel
         starts = sorted(created_of[q.workload])
         idx = starts.index(parse_time(q.created) or horizon)
         rows.append(
-            _row(q, live.get(q.workload), mine.get((q.workload, idx), []), warnings, now, horizon)
+            _row(
+                q,
+                live.get((q.workload, q.created)),
+                mine.get((q.workload, idx), []),
+                warnings,
+                now,
+                horizon,
+            )
         )
     rows.sort(key=lambda r: (r.attempt, r.created or horizon, r.workload))
     times = [t for r in rows for s in r.spans for t in (s.start, s.end)]
@@ -185,7 +190,9 @@ def _row(
     evicted_at = _since(ev)
     gpus = sum(_num(v) for k, v in q.usage.items() if is_gpu(k)) or _requested_gpus(wl)
     if q.state == quota.RELEASED and reserved is not None:
-        hold_end: datetime | None = reserved + timedelta(seconds=q.hold_seconds)
+        # gone before Kueue said Finished: the last time known, the record's or its pods'
+        last = [iv.end for iv in ivs if iv.end is not None]
+        hold_end: datetime | None = max([reserved + timedelta(seconds=q.hold_seconds), *last])
     elif reserved is not None:
         hold_end = finished or (horizon if horizon < now else None)
     else:
@@ -265,11 +272,14 @@ def _held_and_run(
 def _runs(
     ivs: list[_Interval], reserved: datetime | None, gpus: float, until: datetime
 ) -> list[tuple[datetime, datetime, float]]:
-    """(start, end, GPUs) of each pod; a node's start clipped to the reservation, a pod still
-    running ends ``until`` (the end of the hold, else now)."""
+    """(start, end, GPUs) of each pod; a pod still running ends ``until`` (the end of the hold,
+    else now). A node's start is its pod's creation: clipped to the reservation, and without one
+    (Kueue took it back) the node tells nothing."""
     slots = {iv.slot for iv in ivs} or {""}
     out = []
     for iv in ivs:
+        if iv.gpus is None and reserved is None:
+            continue
         start = max(iv.start, reserved) if reserved and iv.gpus is None else iv.start
         end = min(iv.end or until, until)
         per_pod = iv.gpus if iv.gpus is not None else gpus / len(slots)
@@ -299,7 +309,7 @@ def _intervals(obs: Observed) -> list[_Interval]:
             if m["step"] not in groups:
                 continue
             end = parse_time(str(node.get("finishedAt") or ""))
-            out[m[0]] = _Interval(groups[m["step"]], m[0], m["slot"], start, end, None)
+            out[m[0]] = _Interval(groups[m["step"]], m["slot"], start, end, None)
     for pod in obs.pods:
         meta = Meta.of(pod)
         key = meta.annotation("workflows.argoproj.io/node-name") or meta.name
@@ -308,8 +318,8 @@ def _intervals(obs: Observed) -> list[_Interval]:
         if not group_of(pod) or started is None:
             continue
         slot = m["slot"] if m else meta.name
-        out[key] = _Interval(group_of(pod), key, slot, started, finished, _pod_gpus(pod))
-    return sorted(out.values(), key=lambda iv: (iv.group, iv.start, iv.key))
+        out[key] = _Interval(group_of(pod), slot, started, finished, _pod_gpus(pod))
+    return sorted(out.values(), key=lambda iv: (iv.group, iv.start, iv.slot))
 
 
 def _container_times(pod: Json) -> tuple[datetime | None, datetime | None]:
@@ -369,10 +379,7 @@ def _reason(
         for f in found
         if (created is None or f[0] >= created) and (reserved is None or f[0] <= reserved)
     ]
-    if not inside:
-        return "", ""
-    _, reason, message = max(inside)
-    return reason, message
+    return max(inside)[1:] if inside else ("", "")
 
 
 def _since(cond: Json | None) -> datetime | None:

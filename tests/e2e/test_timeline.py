@@ -42,7 +42,7 @@ def _status(ns: str, name: str, *args: str) -> str:
 
 def _node(doc: Json) -> Json:
     (node,) = (s for s in doc["steps"] if s["step"] == "node")
-    return node
+    return dict(node)
 
 
 def _check_waited(doc: Json, ns: str) -> Json:

@@ -135,22 +135,37 @@ def only_annotation() -> Observed:
 
 
 def still_waiting() -> Observed:
+    """The trainer's pods exist, gated: their Argo nodes started (created) at 10:01."""
     tj = trainjob(annotations={L.ATTEMPTS_ANNOTATION: "1"})
     wls = workloads(node_reserved=None)
     wls[1]["status"]["resourceRequests"] = [{"name": "node-0", "resources": GPU2}]
-    return Observed(tj, (workflow(STEPS),), (), wls)
+    wf = with_times(workflow(STEPS), {"node.node-0-0": (1, None), "node.node-0-1": (1, None)})
+    return Observed(tj, (wf,), (), wls)
 
 
 def evicted() -> Observed:
     """Kueue evicted the trainer at 10:06 (preempted) and it waits again."""
     tj = trainjob(annotations={L.ATTEMPTS_ANNOTATION: "1"})
-    wf = with_times(workflow(STEPS), {"node.node-0-0": (4, 6), "node.node-0-1": (4, 6)})
+    wf = with_times(workflow(STEPS), {"node.node-0-0": (1, None), "node.node-0-1": (1, None)})
+    pods = tuple(  # the pods Kueue stopped: their containers ran 10:04 -> 10:06
+        with_containers(pod("ft", "node", f"node-0-{i}", "Failed"), 4, 6) for i in (0, 1)
+    )
     wl = workload("ft-node-a0", queue="gpu", created=at(1), evicted=at(6))
     wl["status"]["resourceRequests"] = [{"name": "node-0", "resources": GPU2}]
     wl["status"]["conditions"].insert(
         0, {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "again"}
     )
-    return Observed(tj, (wf,), (), (workloads()[0], wl))
+    return Observed(tj, (wf,), pods, (workloads()[0], wl))
+
+
+def released() -> Observed:
+    """Suspended at 10:07: the trainer's Workload went while admitted; the annotation last
+    wrote it at its admission (10:04), the Workflow's nodes say its pods ran until 10:07."""
+    admitted = Observed(trainjob(), (workflow(STEPS),), (), workloads(finished=None))
+    ann = quota.encode(quota_records(admitted, T + timedelta(minutes=4)))
+    tj = trainjob(annotations={L.QUOTA_ANNOTATION: ann, L.ATTEMPTS_ANNOTATION: "1"})
+    wf = with_times(workflow(STEPS), {"node.node-0-0": (1, 7), "node.node-0-1": (1, 7)})
+    return Observed(tj, (wf,), (), workloads()[:1])
 
 
 def spans(tl: Timeline, step: str) -> list[tuple[str, float, float]]:
@@ -191,6 +206,12 @@ CASES = [
         [("waiting", 1, 29)],
         (0, 0), ("Pending", "couldn't assign flavors"),
         id="still-waiting-reason-from-condition",
+    ),
+    pytest.param(
+        released, [],
+        [("waiting", 1, 3), ("running", 4, 3)],
+        (2 * 3 * 60, 2 * 3 * 60), ("", ""),
+        id="released-hold-ends-with-its-pods",
     ),
     pytest.param(
         evicted, [],
