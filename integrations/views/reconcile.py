@@ -270,7 +270,8 @@ def releases(obs: Observed, done: list[tuple[str, Json, WorkflowView]]) -> list[
         if pods and phases == {"Succeeded"}:
             continue  # Kueue finishes a fully succeeded group itself
         uid = Meta.of(wl).uid
-        if v.stopped_for or not pods or not all(PodBody.of(p).terminal for p in pods):
+        rerun = bool(v.stopped_for) and not v.backoff_job  # a failed Job's step is not re-run
+        if rerun or not pods or not all(PodBody.of(p).terminal for p in pods):
             # a stopped step is re-run under the same group name: its Workload must go
             out.append(api.delete(api.WORKLOAD, ns, group, uid))
             continue

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.unit.cluster_objects import Pod, StepState, pod, trainjob, workflow
+from tests.unit.cluster_objects import Pod, StepState, pod, trainjob, workflow, workload
 from trainweave import labels as L
 from trainweave.adapters.argo import retry
 from trainweave.adapters.argo import workflow as argo
@@ -282,3 +282,19 @@ def test_the_controller_render_judges_every_job() -> None:
         "model-exporter": ["model-exporter"],
     }
     assert retry.policy_of_wire(limits["node"]["node"]) == REAL
+
+
+def test_a_step_the_controller_failed_keeps_its_pods() -> None:
+    """A Job failed by the controller's verdict is not re-run under its group name: once its
+    pods are done the group is finished with ``retriable-in-group: "false"`` (pods kept for
+    their logs and for jobsStatus ``failed``), not deleted with its Workload."""
+    wf, pods_ = scene([Try("node-0-0", 0, 3, 1, 2)], REAL)
+    wf["status"]["phase"] = "Failed"
+    wf["spec"]["shutdown"] = "Stop"
+    wf["metadata"]["annotations"][L.STOPPED_FOR] = "job-failed/node"
+    tj = trainjob(annotations={L.ATTEMPTS_ANNOTATION: "1"})
+    wl = workload("ft-node-a0", queue="gpu", reserved=T.format(1))
+    plan = reconcile.actions(Observed(tj, (wf,), tuple(pods_), (wl,)), NOW)
+    assert [
+        (r.method, r.body) for r in plan.requests if "ft-node-a0" in r.path or "pods" in r.path
+    ] == [("PATCH", {"metadata": {"annotations": {"kueue.x-k8s.io/retriable-in-group": "false"}}})]
