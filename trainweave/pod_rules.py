@@ -159,7 +159,8 @@ def _port_errors(ports: list[Any], path: str, reason: Reason) -> list[InputError
 
 
 def _volume_errors(volumes: list[Any], path: str, reason: Reason) -> list[InputError]:
-    # ValidateVolumes: unique names; validateVolumeSource: exactly one source
+    # ValidateVolumes: unique names; validateVolumeSource: at most one source (none is an
+    # emptyDir: pkg/apis/core/v1/defaults.go SetDefaults_Volume)
     errors = []
     seen: set[Any] = set()
     for i, volume in enumerate(volumes):
@@ -178,12 +179,6 @@ def _volume_errors(volumes: list[Any], path: str, reason: Reason) -> list[InputE
                     f"{path}[{i}].{sources[1]}",
                     "Forbidden: may not specify more than 1 volume type",
                     reason=reason,
-                )
-            )
-        elif not sources:
-            errors.append(
-                InputError(
-                    f"{path}[{i}]", "Required value: must specify a volume type", reason=reason
                 )
             )
     return errors

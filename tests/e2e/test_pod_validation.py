@@ -10,10 +10,9 @@ webhook leaves them alone. ``tests/unit/test_pod_cases.py`` holds trainweave to 
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Any
 
 import pytest
-from kubernetes.client.exceptions import ApiException
 
 from tests import pod_cases
 
@@ -23,17 +22,28 @@ pytestmark = pytest.mark.e2e
 
 
 def _dry_run(kube: Kube, namespace: str, pod: dict[str, Any]) -> list[str]:
-    """The fields the API server names when it refuses ``pod`` ([] when it accepts)."""
-    try:
-        kube.core.create_namespaced_pod(
-            namespace, cast(Any, pod), dry_run="All", field_validation="Strict"
-        )
-    except ApiException as err:
-        status = json.loads(err.body or "{}")
-        assert err.status == 422, (err.status, err.body)
-        causes = status["details"]["causes"]
-        return sorted({str(c.get("field")) for c in causes})
-    return []
+    """The fields the API server names when it refuses ``pod`` ([] when it accepts).
+
+    Sent as a raw request: the client's ``create_namespaced_pod`` validates the body with its
+    own models first and would refuse the cases before the API server sees them.
+    """
+    api = kube.api
+    method, url, headers, body, _ = api.param_serialize(
+        "POST",
+        "/api/v1/namespaces/{namespace}/pods",
+        path_params={"namespace": namespace},
+        query_params=[("dryRun", "All"), ("fieldValidation", "Strict")],
+        header_params={"Content-Type": "application/json", "Accept": "application/json"},
+        body=pod,
+        auth_settings=["BearerToken"],
+    )
+    response = api.call_api(method, url, header_params=headers, body=body)
+    response.read()
+    if response.status == 201:
+        return []
+    status = json.loads(response.data or b"{}")
+    assert response.status == 422, (response.status, status)
+    return sorted({str(c.get("field")) for c in status["details"]["causes"]})
 
 
 def test_the_api_server_refuses_each_case_naming_its_field(kube: Kube, namespace: str) -> None:
@@ -41,3 +51,6 @@ def test_the_api_server_refuses_each_case_naming_its_field(kube: Kube, namespace
     named = {c.name: _dry_run(kube, namespace, pod_cases.pod(c)) for c in pod_cases.CASES}
     missing = {c.name: named[c.name] for c in pod_cases.CASES if c.field not in named[c.name]}
     assert missing == {}
+    # where trainweave names another field (pod_cases' ``offline``), the API server does not name it
+    differ = {c.name: named[c.name] for c in pod_cases.CASES if c.offline in named[c.name]}
+    assert differ == {}
