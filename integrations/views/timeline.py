@@ -91,7 +91,7 @@ class Row:
 
     def seconds(self, kind: SpanKind) -> float:
         """Seconds spent in spans of ``kind``."""
-        return sum(s.seconds for s in self.spans if s.kind == kind)
+        return sum((s.seconds for s in self.spans if s.kind == kind), 0.0)
 
 
 @dataclass(frozen=True)
@@ -240,7 +240,7 @@ def _row(
         spans=tuple(spans),
         gpus=gpus,
         gpu_seconds_held=round(gpus * held_secs, 3),
-        gpu_seconds_used=round(sum((e - s).total_seconds() * g for s, e, g in runs), 3),
+        gpu_seconds_used=round(sum(((e - s).total_seconds() * g for s, e, g in runs), 0.0), 3),
     )
 
 

@@ -162,9 +162,9 @@ def to_json(tl: Timeline) -> Json:
         "trainerStatus": trainer,
         "steps": steps,
         "totals": {
-            "waitedSeconds": round(sum(r.seconds(SpanKind.WAIT) for r in tl.rows), 3),
-            "gpuSecondsHeld": round(sum(r.gpu_seconds_held for r in tl.rows), 3),
-            "gpuSecondsUsed": round(sum(r.gpu_seconds_used for r in tl.rows), 3),
+            "waitedSeconds": round(sum((r.seconds(SpanKind.WAIT) for r in tl.rows), 0.0), 3),
+            "gpuSecondsHeld": round(sum((r.gpu_seconds_held for r in tl.rows), 0.0), 3),
+            "gpuSecondsUsed": round(sum((r.gpu_seconds_used for r in tl.rows), 0.0), 3),
         },
     }
 

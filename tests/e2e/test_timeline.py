@@ -71,6 +71,14 @@ def test_second_pipeline_waits_for_gpus_then_runs(
     kube.wait_workload(
         ns, "ft2-node-a0", lambda w: condition_is(w, "QuotaReserved", "False"), "pending"
     )
+    # while it waits: one waiting phase up to now, Kueue's reason from the condition, the GPUs
+    # it asks for (status.resourceRequests); its gated pods' Argo nodes are no running time
+    waiting = _node(json.loads(_status(ns, "ft2", "-o", "json")))
+    print(json.dumps(waiting, indent=2))
+    assert (waiting["state"], waiting["reason"], waiting["gpus"]) == ("Pending", "Pending", 2)
+    assert [p["phase"] for p in waiting["phases"]] == ["waiting"]
+    assert waiting["phases"][0]["end"] >= waiting["created"] and waiting["quotaReserved"] is None
+    assert (waiting["gpuSecondsHeld"], waiting["gpuSecondsUsed"]) == (0, 0)
     for name in ("ft", "ft2"):
         wait_condition(kube, ns, "Complete", name=name, timeout=120)
     wait_until(  # the controller records the Finished Workload in the annotation

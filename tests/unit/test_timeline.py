@@ -383,3 +383,12 @@ def test_png_draws_the_benchmark_bars(monkeypatch: pytest.MonkeyPatch) -> None:
         (540, 30, timeline_png.COLORS[H]),  # ... and after
         (240, 300, timeline_png.COLORS[R]),
     ]
+
+
+def test_json_numbers_are_floats_even_when_nothing_ran() -> None:
+    """Durations and GPU-seconds are JSON numbers of one type, 0.0 when there were none."""
+    doc = to_json(timeline(still_waiting(), NOW))
+    node = next(s for s in doc["steps"] if s["step"] == "node")
+    keys = ("waitedSeconds", "heldSeconds", "runningSeconds", "gpuSecondsHeld", "gpuSecondsUsed")
+    assert [type(node[k]) for k in keys] == [float] * 5
+    assert [type(v) for v in doc["totals"].values()] == [float] * 3
