@@ -9,12 +9,16 @@ block must go to the other block, all of it. Kueue's Workload says which host ea
 PodSet gets (``status.admission.podSetAssignments[].topologyAssignment``); the pod whose
 ``kueue.x-k8s.io/pod-group-pod-index`` is i must run on the i-th (kueue v0.19.2
 ``pkg/controller/tas/topology_ungater.go`` ``assignGatedPodsToDomainsByRanks``).
+An MPI step of two PodSets in one ``podset-group-name`` (launcher apart from its nodes) keeps
+rank order too: launcher 0, nodes 1..N, as the ungater offsets the larger PodSet.
 Run with ``-s`` to print the admitted Workload as ``kubectl get workload -o yaml`` would.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -30,6 +34,7 @@ from .kube import KUEUE, Kube, condition_is, wait_until
 from .pipelines import apply, example, wait_condition
 
 pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
 Json = dict[str, Any]
 BLOCK = "trainweave.test/block"
 RACK = "trainweave.test/rack"
@@ -226,11 +231,13 @@ def _tas_example(ns: str, name: str, nodes: int, level: str, duration: str) -> t
     return tj, rt
 
 
-def _hosts(wl: Json) -> list[str]:
-    """The host of each pod slot of the Workload's one TAS PodSet, in slot order
-    (``utiltas.InternalSeqFrom``: slices in order, each domain ``count`` times)."""
+def _hosts(wl: Json, podset: str | None = None) -> list[str]:
+    """The host of each pod slot of the Workload's TAS PodSet (``podset``, else the only one), in
+    slot order (``utiltas.InternalSeqFrom``: slices in order, each domain ``count`` times)."""
     (psa,) = [
-        p for p in wl["status"]["admission"]["podSetAssignments"] if p.get("topologyAssignment")
+        p
+        for p in wl["status"]["admission"]["podSetAssignments"]
+        if p.get("topologyAssignment") and podset in (None, p["name"])
     ]
     ta = psa["topologyAssignment"]
     assert ta["levels"] == [HOST]  # with a hostname level Kueue assigns hosts only
@@ -311,3 +318,72 @@ def test_trainer_lands_in_one_block_in_rank_order(
     # order other than the ranks' would match the slots by chance, 1 in 24)
     assert placed == dict(enumerate(hosts))
     wait_condition(kube, namespace, "Complete", name="big", timeout=240)
+
+
+def _mpi_example(ns: str, nodes: int) -> tuple[Json, Json]:
+    """examples/mpi fitted to kwok: the launcher apart from ``nodes`` sshd node pods of 8 GPUs
+    (``runLauncherAsNode: false``: two PodSets), both requiring one block as one PodSet group."""
+    tj = yaml.safe_load((ROOT / "examples/mpi/trainjob.yaml").read_text())
+    rt = yaml.safe_load((ROOT / "examples/mpi/runtime.yaml").read_text())
+    rt["kind"] = "TrainingRuntime"
+    rt["metadata"] = {"name": "mpi", "namespace": ns}
+    rt["spec"]["mlPolicy"]["mpi"]["runLauncherAsNode"] = False
+    tj["metadata"] = {"name": "mpi", "namespace": ns}
+    tj["spec"]["runtimeRef"] = {"name": "mpi", "kind": "TrainingRuntime"}
+    tj["spec"]["trainer"]["numNodes"] = nodes
+    tj["spec"]["trainer"]["resourcesPerNode"] = {"requests": {"cpu": "1", "memory": "1Gi"}}
+    gpus = {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "8"}
+    for rjob in rt["spec"]["template"]["spec"]["replicatedJobs"]:
+        rjob["template"]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "gpu"
+        pod = rjob["template"]["spec"]["template"]
+        annotations = pod.setdefault("metadata", {}).setdefault("annotations", {})
+        annotations["kueue.x-k8s.io/podset-required-topology"] = BLOCK
+        annotations["kueue.x-k8s.io/podset-group-name"] = "mpi"
+        for c in pod["spec"]["containers"]:
+            c["command"] = ["true"]  # Argo's emissary cannot look images up offline
+            c.pop("args", None)
+        if rjob["name"] == "node":  # sshd: runs until the launcher is done (an Argo daemon)
+            annotations["trainweave.test/duration"] = "10m"
+            pod["spec"]["containers"][0]["resources"] = {
+                "requests": gpus,
+                "limits": {"nvidia.com/gpu": "8"},
+            }
+        else:
+            annotations["trainweave.test/duration"] = "5s"
+    return tj, copy.deepcopy(rt)
+
+
+def test_mpi_launcher_and_nodes_keep_rank_order_as_a_podset_group(
+    kube: Kube, namespace: str, fleet: list[Json], controller: ControllerProc
+) -> None:
+    """Two PodSets in one group: Kueue's ungater ranks the smaller (launcher) 0 and the larger
+    (nodes) from 1 (``rankOffsets``); trainweave labels them so, and each lands on its slot."""
+    block_of = {n["metadata"]["name"]: n["metadata"]["labels"][BLOCK] for n in fleet}
+    tj, rt = _mpi_example(namespace, 4)
+    apply(kube, namespace, tj, rt)
+    wl = kube.wait_workload(namespace, "mpi-node-a0", _admitted, "admitted", timeout=180)
+    assert {ps["name"]: ps["topologyRequest"] for ps in wl["spec"]["podSets"]} == (
+        _preview_requests(tj, rt, "mpi-node-a0")
+    )
+    by_count = {ps["count"]: ps["name"] for ps in wl["spec"]["podSets"]}
+    launcher_slots, node_slots = _hosts(wl, by_count[1]), _hosts(wl, by_count[4])
+    print(f"launcher slots: {launcher_slots}\nnode slots: {node_slots}")
+
+    def bound() -> dict[str, dict[int, str]] | None:
+        pods = [p for p in kube.group_pods(namespace, "mpi-node-a0") if p.spec.node_name]
+        if len(pods) != 5:
+            return None
+        out: dict[str, dict[int, str]] = {"launcher": {}, "node": {}}
+        names = [p.metadata.labels[INDEX] for p in sorted(pods, key=lambda p: p.metadata.name)]
+        print(f"mpi-node-a0 pods by name: {names} (ranks)")
+        for p in pods:
+            job = p.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"]
+            out[job][int(p.metadata.labels[INDEX])] = p.spec.node_name
+        return out
+
+    placed = wait_until("MPI pods bound", bound, timeout=120)
+    print(f"placed by rank: {placed}")
+    assert placed["launcher"] == {0: launcher_slots[0]}
+    assert placed["node"] == {i + 1: host for i, host in enumerate(node_slots)}
+    assert len({block_of[h] for h in [*launcher_slots, *node_slots]}) == 1
+    wait_condition(kube, namespace, "Complete", name="mpi", timeout=240)
