@@ -301,3 +301,34 @@ def test_docs_cite_names_that_exist() -> None:
             if not ok:
                 wrong.append(f"{doc}: `{span}` ({kind})")
     assert wrong == [], "\n".join(wrong)
+
+
+def test_design_module_table_lists_every_module() -> None:
+    """docs/design.md's module table names every module under trainweave/, adapters/,
+    integrations/ and workflows/ (`__init__.py` aside), and no module that does not exist.
+
+    A row's first cell that starts with a backticked folder (`adapters/kueue/`) sets the folder
+    for the rows below it; the second cell's backticked names are files in it; a subfolder there
+    (`policies/`) holds the files the row's third cell names.
+    """
+    text = (ROOT / "docs/design.md").read_text()
+    table = text.split("### The modules", 1)[1].split("\n## ", 1)[0]
+    folder, listed = "", set()
+    for line in table.splitlines():
+        cells = line.split("|")[1:4]
+        if len(cells) < 3 or cells[0].strip() in ("folder (package)", "---"):
+            continue
+        if found := re.match(r"`([\w/]+/)`", cells[0].strip()):
+            folder = found.group(1)
+        for name in re.findall(r"`([\w/]+\.py|[\w/]+/)`", cells[1]):
+            if name.endswith("/"):
+                listed |= {folder + name + f for f in re.findall(r"`(\w+\.py)`", cells[2])}
+            else:
+                listed.add(folder + name)
+    modules = {
+        f
+        for f in FILES
+        if f.split("/")[0] in FOLDERS and f.endswith(".py") and not f.endswith("__init__.py")
+    }
+    assert sorted(modules - listed) == [], "missing from docs/design.md's module table"
+    assert sorted(listed - modules) == [], "in docs/design.md's module table but not in the tree"
