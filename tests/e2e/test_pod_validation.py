@@ -38,10 +38,9 @@ def _dry_run(kube: Kube, namespace: str, pod: dict[str, Any]) -> list[str]:
         auth_settings=["BearerToken"],
     )
     response = api.call_api(method, url, header_params=headers, body=body)
-    response.read()
     if response.status == 201:
         return []
-    status = json.loads(response.data or b"{}")
+    status = json.loads(response.response.data or b"{}")  # the urllib3 response's body
     assert response.status == 422, (response.status, status)
     return sorted({str(c.get("field")) for c in status["details"]["causes"]})
 
