@@ -4,6 +4,7 @@ import ast
 import fnmatch
 import importlib
 import inspect
+import os
 import re
 import subprocess
 import textwrap
@@ -332,3 +333,21 @@ def test_design_module_table_lists_every_module() -> None:
     }
     assert sorted(modules - listed) == [], "missing from docs/design.md's module table"
     assert sorted(listed - modules) == [], "in docs/design.md's module table but not in the tree"
+
+
+def test_docs_links_resolve() -> None:
+    """Every relative Markdown link of a doc names a file of the repository (relative to the doc)
+    and, with `#anchor`, one of its headings: the docs that link to design.md's controller loop
+    and decisions stay linked to something that exists."""
+    wrong = []
+    for doc in DOCS:
+        text = re.sub(r"^```.*?^```", "", (ROOT / doc).read_text(), flags=re.S | re.M)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue  # https:, mailto:
+            path, _, anchor = target.partition("#")
+            rel = (ROOT / doc).parent / path if path else ROOT / doc
+            name = os.path.relpath(rel.resolve(), ROOT)
+            if not _path_ok(doc, name + (f"#{anchor}" if anchor else "")):
+                wrong.append(f"{doc}: ({target})")
+    assert wrong == [], "\n".join(wrong)
