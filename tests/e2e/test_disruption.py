@@ -13,6 +13,8 @@ disruption: it counts once per rank, within the budget.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,7 +26,7 @@ from trainweave.integrations.views import disruption, verdict
 from trainweave.integrations.views.argo_view import view
 
 from .controller_proc import ControllerProc
-from .kube import Kube, Pod, condition, wait_until
+from .kube import Kube, Pod, condition, default_kubeconfig, wait_until
 from .pipelines import apply, example, trainjob, workflows
 
 pytestmark = pytest.mark.e2e
@@ -121,6 +123,18 @@ def test_evicted_rank_and_its_lost_peer_cost_no_retry(
     assert {nodes[f"node-0-{i}(1)"]["phase"] for i in (0, 1)} == {"Succeeded"}
     assert spent(wf) == {}  # the budget (2 per rank) is intact
     assert "trainweave.io/stopped-for" not in wf["metadata"]["annotations"]
+    events = kube.core.list_namespaced_event(namespace, field_selector="reason=StepDisrupted")
+    (ev,) = events.items
+    assert ev.involved_object.kind == "TrainJob" and "node-0-1(0)" in ev.message, ev.message
+    status = subprocess.run(
+        [sys.executable, "-m", "trainweave.cli", "status", "ft", "-n", namespace,
+         "--kubeconfig", str(default_kubeconfig())],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    print(
+        f"\n{disruption.ANNOTATION}: {wf['metadata']['annotations'][disruption.ANNOTATION]}"
+        f"\nEvent {ev.reason}: {ev.message}\n$ trainweave status ft\n{status.stdout}"
+    )
 
 
 def test_drained_node_costs_no_retry_and_a_real_failure_after_counts_once(
