@@ -1,4 +1,4 @@
-"""Docs that quote code stay equal to the code they quote."""
+"""Docs that quote code stay equal to the code they quote, and cite names and links that exist."""
 
 import ast
 import fnmatch
@@ -111,9 +111,7 @@ def _files() -> set[str]:
 
 FILES = _files()
 TOP = {f.split("/")[0] for f in FILES}
-DIRS = {str(Path(f).parent) for f in FILES} | {
-    "/".join(f.split("/")[:i]) for f in FILES for i in range(1, f.count("/") + 1)
-}
+DIRS = {"."} | {"/".join(f.split("/")[:i]) for f in FILES for i in range(1, f.count("/") + 1)}
 BASENAMES = {Path(f).name for f in FILES}
 
 
