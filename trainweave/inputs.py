@@ -12,10 +12,10 @@ keys silently, has no enums and takes ~1 s to import (docs/inputs.md).
 from __future__ import annotations
 
 import re
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from trainweave import k8s_schema, pod_resources, pod_rules
@@ -29,14 +29,34 @@ Json = dict[str, Any]
 M = TypeVar("M", bound=BaseModel)
 
 
-class _Model(BaseModel):
+class Wire(BaseModel):
+    """A wire object: a declared field set to ``null`` is absent, as the API server prunes it
+    from a custom resource before defaulting and validation (``nullable`` is false on every
+    field of these CRDs; k8s.io/apiextensions-apiserver@v0.36.4
+    pkg/apiserver/schema/defaulting/prunenulls.go). An unknown field stays unknown."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_absent(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        declared = _declared(cls)
+        return {k: v for k, v in data.items() if v is not None or k not in declared}
+
+
+@cache
+def _declared(model: type[BaseModel]) -> frozenset[str]:
+    return frozenset(f.alias or name for name, f in model.model_fields.items())
+
+
+class _Model(Wire):
     # strict: no coercion ("yes" is not a boolean, "3" not an integer), as the CRD's OpenAPI types
     model_config = ConfigDict(
         extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True, strict=True
     )
 
 
-class ObjectMeta(BaseModel):
+class ObjectMeta(Wire):
     """The metadata subset we read; other metadata fields are accepted and kept."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
@@ -102,7 +122,7 @@ class TrainJobSpec(_Model):
     ) = None
 
 
-class TrainJob(BaseModel):
+class TrainJob(Wire):
     """A TrainJob document; ``status`` is read but never required."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -244,7 +264,7 @@ class RuntimeSpec(_Model):
     template: JobSetTemplate = Field(default_factory=JobSetTemplate)
 
 
-class Runtime(BaseModel):
+class Runtime(Wire):
     """A TrainingRuntime or ClusterTrainingRuntime document."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -273,7 +293,8 @@ def parse_trainjob(doc: Json, source: str = "") -> TrainJob:
     errors = _trainjob_checks(job)
     if errors:
         raise InputErrors(errors).at(source)
-    return job
+    # the embedded objects' nulls were checked (an unknown field is one, null or not): now absent
+    return validate_model(TrainJob, without_nulls(doc), source, Reason.INVALID_TRAINJOB)
 
 
 def parse_runtime(doc: Json, source: str = "") -> Runtime:
@@ -282,18 +303,22 @@ def parse_runtime(doc: Json, source: str = "") -> Runtime:
         doc.get("apiVersion") != API_VERSION
     ):
         raise InputErrors([_not_a(doc, "TrainingRuntime", source, Reason.INVALID_RUNTIME)])
-    runtime = validate_model(Runtime, doc, source, Reason.INVALID_RUNTIME)
+    given = validate_model(Runtime, doc, source, Reason.INVALID_RUNTIME)
+    # the embedded objects as given (an unknown field is one, null or not), then with their
+    # nulls absent, as the API server prunes them (Wire)
+    runtime = validate_model(Runtime, without_nulls(doc), source, Reason.INVALID_RUNTIME)
     errors: list[InputError] = []
     spec = runtime.spec.template.spec
     for i, rjob in enumerate(spec.replicated_jobs):
         path = f"spec.template.spec.replicatedJobs[{i}].template"
-        errors += k8s_schema.check(rjob.template, "V1JobTemplateSpec", path, Reason.INVALID_RUNTIME)
+        raw = given.spec.template.spec.replicated_jobs[i].template
+        errors += k8s_schema.check(raw, "V1JobTemplateSpec", path, Reason.INVALID_RUNTIME)
         # the CRD's embedded pod schema: required fields (and the pod API's enums); the rest of
         # the pod rules judge the rendered pod, once the TrainJob's overrides are in
         errors += pod_rules.schema_errors(
             rjob.template, "V1JobTemplateSpec", path, Reason.INVALID_RUNTIME
         )
-    for i, policy in enumerate(spec.volume_claim_policies):
+    for i, policy in enumerate(given.spec.template.spec.volume_claim_policies):
         for j, pvc in enumerate(policy.templates):
             path = f"spec.template.spec.volumeClaimPolicies[{i}].templates[{j}]"
             errors += k8s_schema.check(pvc, "V1PersistentVolumeClaim", path, Reason.INVALID_RUNTIME)
@@ -382,13 +407,9 @@ def _unique_names(items: list[Json], path: str) -> list[InputError]:
 
 
 def validate_model(model: type[M], doc: Json, source: str, reason: Reason) -> M:
-    """``model`` from ``doc``; pydantic's errors become InputErrors with field paths.
-
-    A field whose value is ``null`` is left out first, as the API server prunes it from a custom
-    resource before defaulting and validation (``nullable`` is false on every field of these
-    CRDs; k8s.io/apiextensions-apiserver pkg/apiserver/schema/defaulting/prunenulls.go)."""
+    """``model`` from ``doc``; pydantic's errors become InputErrors with field paths."""
     try:
-        return model.model_validate(without_nulls(doc))
+        return model.model_validate(doc)
     except ValidationError as exc:
         raise InputErrors(
             InputError(_loc(err["loc"]), _message(err), source, reason) for err in exc.errors()

@@ -53,7 +53,7 @@ def parse(value: str | int | float) -> Decimal:
         base = Decimal(number)
     except InvalidOperation as exc:
         raise QuantityError(f"{value!r} is not a quantity") from exc
-    if suffix[:1] in ("e", "E"):
+    if suffix[:1] in ("e", "E") and suffix[1:].lstrip("+-").isdigit():  # not "E" nor "Ei"
         try:
             return base * (Decimal(10) ** int(suffix[1:]))
         except ArithmeticError:  # decimal's Overflow: past any quantity Kubernetes can hold

@@ -24,7 +24,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
@@ -34,7 +33,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from trainweave.errors import InputError, InputErrors
-from trainweave.inputs import ObjectMeta, validate_model
+from trainweave.inputs import ObjectMeta, Wire, validate_model
 from trainweave.labels import Reason
 from trainweave.quantity import QuantityError, parse
 
@@ -78,7 +77,7 @@ Quantity = Annotated[str, BeforeValidator(_quantity)]
 Name = Annotated[str, AfterValidator(_name)]
 
 
-class _Model(BaseModel):
+class _Model(Wire):
     model_config = ConfigDict(
         extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True
     )
@@ -109,7 +108,7 @@ class ResourceFlavorSpec(_Model):
     topology_name: Name | None = None
 
 
-class ResourceFlavor(BaseModel):
+class ResourceFlavor(Wire):
     """A ResourceFlavor: node labels and taints a flavor stands for."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -259,7 +258,7 @@ class ClusterQueueSpecV1Beta1(_ClusterQueueSpecBase):
         return self.cohort_
 
 
-class ClusterQueue(BaseModel):
+class ClusterQueue(Wire):
     """A ClusterQueue in either served version; ``spec.cohort`` reads both spellings."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -287,7 +286,7 @@ class LocalQueueSpec(_Model):
     fair_sharing: FairSharing | None = None
 
 
-class LocalQueue(BaseModel):
+class LocalQueue(Wire):
     """A LocalQueue: a namespaced name pointing at a ClusterQueue."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -334,7 +333,7 @@ class TopologySpec(_Model):
         return levels
 
 
-class Topology(BaseModel):
+class Topology(Wire):
     """A Topology: the node labels of its levels, highest (e.g. block) first."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)

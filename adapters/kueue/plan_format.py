@@ -118,7 +118,8 @@ def _amount(resource: str, value: Decimal) -> str:
 
 
 def _num(value: Decimal) -> str:
-    return f"{value.quantize(Decimal('0.01'))}"
+    # format, not quantize: quantize raises past the context's 28 digits (a 10**30 quota)
+    return f"{value:.2f}"
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:

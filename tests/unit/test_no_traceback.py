@@ -302,6 +302,15 @@ def _tj_null_field(tj: Json, rt: Json) -> None:
     tj["spec"]["trainer"]["numNodes"] = None
 
 
+def _tj_unknown_null(tj: Json, rt: Json) -> None:
+    tj["spec"]["trainer"]["epochs"] = None
+
+
+def _rt_unknown_null(tj: Json, rt: Json) -> None:
+    pod = rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    pod["spec"]["containers"][0]["resoures"] = None
+
+
 def _rt_null_pod_spec(tj: Json, rt: Json) -> None:
     rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"] = (
         None
@@ -325,6 +334,13 @@ def _cpu(value: object) -> Callable[[Json, Json], None]:
     return edit
 
 
+def _memory(value: str) -> Callable[[Json, Json], None]:
+    def edit(tj: Json, rt: Json) -> None:
+        tj["spec"]["trainer"]["resourcesPerNode"] = {"requests": {"memory": value}}
+
+    return edit
+
+
 TORCH = next(c for c in _cases() if c.name == "torch-distributed")
 
 
@@ -343,6 +359,18 @@ TORCH = next(c for c in _cases() if c.name == "torch-distributed")
             id="env-name-a-list",  # was TypeError: unhashable type: 'list' (inputs._unique_names)
         ),
         pytest.param(_tj_null_field, 0, [], id="null-field-is-absent"),  # as the API server prunes
+        pytest.param(
+            _tj_unknown_null,
+            2,
+            ["TJ: spec.trainer.epochs: unknown field"],
+            id="unknown-field-null",  # unknown, null or not (strict field validation)
+        ),
+        pytest.param(
+            _rt_unknown_null,
+            2,
+            [f"RT: {NODE}.containers[0].resoures: unknown field in V1Container"],
+            id="unknown-pod-field-null",
+        ),
         pytest.param(
             _rt_null_pod_spec,
             2,
@@ -364,6 +392,8 @@ TORCH = next(c for c in _cases() if c.name == "torch-distributed")
             ],
             id="probe-port-a-list",  # was pydantic ValidationError from the Argo Container model
         ),
+        pytest.param(_memory("1Ei"), 0, [], id="exbibytes"),  # was ValueError: int("i")
+        pytest.param(_memory("1E"), 0, [], id="exabytes"),  # was ValueError: int("")
         pytest.param(
             _cpu(float("nan")),
             2,
@@ -510,3 +540,16 @@ def test_a_runtime_of_a_long_kind_is_named_by_its_field() -> None:
         "InvalidRuntime",
         "runtime: kind: expected trainer.kubeflow.org/v1alpha1 Traini",
     )
+
+
+def test_plan_of_resource_hours_past_28_digits(tmp_path: Path) -> None:
+    """Decimal.quantize raised InvalidOperation printing 10**30 hours (28-digit context)."""
+    files = [tmp_path / n for n in ("tj.yaml", "rt.yaml", "queues.yaml")]
+    for path, docs in zip(
+        files, ([TORCH.trainjob], [TORCH.runtime], list(TORCH.queues)), strict=True
+    ):
+        path.write_text(dump(docs))
+    argv = ["plan", str(files[0]), "--runtime", str(files[1]), "--queues", str(files[2])]
+    code, out, err = run_cli([*argv, "--duration", f"node={10**30}"])
+    assert (code, err) == (0, "")
+    assert f" {4 * 10**30}.00 " in out  # nvidia.com/gpu: 4 GPUs for 10**30 hours
