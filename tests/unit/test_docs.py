@@ -80,7 +80,7 @@ DOCS = [
 FIELD_ROOTS = {"trainer", "initializer", "inputs", "outputs", "steps", "tasks", "workflow"}
 # Spans that read as ours but name upstream things: Argo's own hack/ and docs/ files, Kueue's
 # `plain_pods.md` and config `integrations.frameworks`, the Kubeflow SDK's `utils.py`, Argo's config
-# `executor.resources`, a Go struct field in an error message.
+# `executor.resources`, Go names (a struct field in an error message, Argo's NodeStatus).
 UPSTREAM = {
     "hack/ssh_known_hosts",
     "hack/nsswitch.conf",
@@ -90,6 +90,7 @@ UPSTREAM = {
     "integrations.frameworks",
     "executor.resources",
     "TrainJobSpec.spec.activeDeadlineSeconds",
+    "NodeStatus.Fulfilled",
 }
 CHECKED_SUFFIXES = (".py", ".md", ".sh")
 OTHER_SUFFIXES = {".yaml", ".yml", ".json", ".go", ".toml", ".txt", ".log", ".env", ".png", ".mod"}
