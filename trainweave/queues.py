@@ -10,14 +10,15 @@ errors naming the file and field path. v1beta1 differs only in ClusterQueue:
 CEL rules that matter for quota (borrowingLimit needs a cohort, one quota per
 covered resource in order) are checked too. A Topology
 (``kueue.x-k8s.io_topologies.yaml``, the same in both versions) lists the node
-labels of its levels; a ResourceFlavor's ``topologyName`` makes it a TAS flavor. ``parse_queues`` gathers the
+labels of its levels; a ResourceFlavor's ``topologyName`` makes it a TAS flavor. ``v1`` Nodes
+(alone or in a ``List``) give a TAS plan the nodes' labels, taints and allocatable. ``parse_queues`` gathers the
 objects of several files into a ``QueueSet``; ``adapters.kueue.workloads.plan`` reads it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Annotated, Any, Literal
@@ -349,6 +350,54 @@ class Topology(Wire):
         return [level.node_label for level in self.spec.levels]
 
 
+# --- Node (core v1) -------------------------------------------------------------------------
+
+
+class _Loose(Wire):
+    """A real Node carries many fields the plan does not read: they are ignored."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+
+class NodeTaint(_Loose):
+    key: str
+    effect: str
+    value: str = ""
+
+
+class NodeSpec(_Loose):
+    taints: list[NodeTaint] = Field(default_factory=list)
+    unschedulable: bool = False
+
+
+class NodeStatus(_Loose):
+    allocatable: dict[str, Quantity] = Field(default_factory=dict)
+
+
+class Node(_Loose):
+    """A Node (``kubectl get nodes -o yaml``): labels, taints, allocatable; what Kueue's TAS
+    snapshot reads of it."""
+
+    api_version: Literal["v1"] = Field(alias="apiVersion")
+    kind: Literal["Node"]
+    metadata: ObjectMeta
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: NodeStatus = Field(default_factory=NodeStatus)
+
+    def allocatable(self) -> dict[str, Decimal]:
+        """``status.allocatable`` as numbers."""
+        return {k: parse(v) for k, v in self.status.allocatable.items()}
+
+
+def _expand(docs: Iterable[tuple[Json, str]]) -> Iterator[tuple[Json, str]]:
+    """The documents, a ``v1`` ``List`` (``kubectl get nodes -o yaml``) as its items."""
+    for doc, source in docs:
+        if isinstance(doc, dict) and doc.get("kind") == "List" and doc.get("apiVersion") == "v1":
+            yield from ((item, source) for item in doc.get("items") or [])
+        else:
+            yield doc, source
+
+
 # --- the set -----------------------------------------------------------------------------
 
 
@@ -364,6 +413,7 @@ class QueueSet:
     cluster_queues: Mapping[str, ClusterQueue] = field(default_factory=dict)
     local_queues: Mapping[tuple[str, str], LocalQueue] = field(default_factory=dict)
     topologies: Mapping[str, Topology] = field(default_factory=dict)
+    nodes: tuple[Node, ...] = ()
 
     def local_queue(self, namespace: str, name: str) -> LocalQueue | None:
         """The LocalQueue ``name`` as seen from ``namespace``."""
@@ -381,9 +431,13 @@ def parse_queues(docs: Iterable[tuple[Json, str]]) -> QueueSet:
     cqs: dict[str, ClusterQueue] = {}
     lqs: dict[tuple[str, str], LocalQueue] = {}
     topologies: dict[str, Topology] = {}
+    nodes: list[Node] = []
     seen: dict[tuple[str, str, str], str] = {}
-    for doc, source in docs:
+    for doc, source in _expand(docs):
         try:
+            if isinstance(doc, dict) and doc.get("kind") == "Node":
+                nodes.append(validate_model(Node, doc, source, Reason.INVALID_QUEUES))
+                continue
             obj = parse_queue(doc, source)
         except InputErrors as exc:
             errors += exc.errors
@@ -410,7 +464,7 @@ def parse_queues(docs: Iterable[tuple[Json, str]]) -> QueueSet:
             lqs[(ns, obj.metadata.name)] = obj
     if errors:
         raise InputErrors(errors)
-    return QueueSet(flavors, cqs, lqs, topologies)
+    return QueueSet(flavors, cqs, lqs, topologies, tuple(nodes))
 
 
 def parse_queue(

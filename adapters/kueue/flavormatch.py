@@ -21,7 +21,7 @@ def matches_flavor(flavor: ResourceFlavor, pod_spec: Mapping[str, Any]) -> bool:
     tolerations = [*pod_spec.get("tolerations", []), *_dump(flavor.spec.tolerations)]
     for taint in flavor.spec.node_taints:
         if taint.effect in ("NoSchedule", "NoExecute") and not any(
-            _tolerates(t, taint.key, taint.value or "", taint.effect) for t in tolerations
+            tolerates(t, taint.key, taint.value or "", taint.effect) for t in tolerations
         ):
             return False
     labels = flavor.spec.node_labels
@@ -43,7 +43,7 @@ def _dump(tolerations: list[Any]) -> list[dict[str, Any]]:
     return [t.model_dump(by_alias=True, exclude_none=True) for t in tolerations]
 
 
-def _tolerates(toleration: Mapping[str, Any], key: str, value: str, effect: str) -> bool:
+def tolerates(toleration: Mapping[str, Any], key: str, value: str, effect: str) -> bool:
     """``Toleration.ToleratesTaint`` from k8s.io/api core/v1."""
     if toleration.get("effect") and toleration["effect"] != effect:
         return False

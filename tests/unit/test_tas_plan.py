@@ -260,3 +260,73 @@ def test_tas_workload_preview_is_a_valid_workload(workload_validator: Validator)
     requests = [ps["topologyRequest"] for ps in wl["spec"]["podSets"]]
     assert len(requests) == 5 and all("podIndexLabel" in r for r in requests)
     assert _errors(workload_validator, wl) == []
+
+
+def _node(name: str, block: str, gpus: str = "8", **spec: Any) -> Json:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"pool": "tas", BLOCK: block, RACK: block, HOST: name},
+        },
+        "spec": spec,
+        "status": {
+            "allocatable": {"nvidia.com/gpu": gpus, "cpu": "64", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],  # ignored
+        },
+    }
+
+
+def _fleet(hosts_per_block: int, **spec: Any) -> Json:
+    """``kubectl get nodes -o yaml``: a v1 List of 2 blocks of ``hosts_per_block`` hosts."""
+    items = [_node(f"b{b}-h{h}", f"b{b}", **spec) for b in range(2) for h in range(hosts_per_block)]
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+@pytest.mark.parametrize(
+    ("annotations", "fleet", "fit", "finding"),
+    [
+        (REQ, _fleet(4), Fit.NOMINAL, "the flavor's nodes in the queue files have room for it"),
+        (
+            REQ,
+            _fleet(2),
+            Fit.NEVER,
+            f"no {BLOCK} domain of flavor tas's 4 nodes holds 4 pods (the largest holds 2): never",
+        ),
+        ({L.KUEUE_PODSET_PREFERRED_TOPOLOGY: BLOCK}, _fleet(2), Fit.NOMINAL, "have room"),
+        (
+            {L.KUEUE_PODSET_PREFERRED_TOPOLOGY: BLOCK},
+            _fleet(1),
+            Fit.NEVER,
+            "flavor tas's 2 nodes hold 2 of its 4 pods: never admitted",
+        ),
+        # nodes whose taint neither the pods nor the flavor tolerate are not the flavor's
+        (
+            REQ,
+            _fleet(1, taints=[{"key": "gpu", "effect": "NoSchedule"}]),
+            Fit.NOMINAL,
+            "which queue files do not hold",
+        ),
+    ],
+    ids=["block-has-room", "no-block-has-room", "preferred-spreads", "too-few-nodes", "tainted"],
+)
+def test_domain_capacity_from_nodes(
+    annotations: dict[str, str], fleet: Json, fit: Fit, finding: str
+) -> None:
+    """With the flavor's Nodes in the queue files, the plan counts what one domain holds."""
+    result = plan(
+        _pipeline(_job("node", 4, annotations)), _queues(["tas"], TAS, _topology(), fleet)
+    )
+    (step,) = result.steps
+    assert step.fit is fit
+    assert any(finding in f for f in step.findings), step.findings
+    assert plan_exit_code(result) == (1 if fit is Fit.NEVER else 0)
+
+
+def test_nodes_parse_alone_or_in_a_list() -> None:
+    queues = _queues(["tas"], TAS, _topology(), _fleet(1), _node("x", "b9"))
+    assert [n.metadata.name for n in queues.nodes] == ["b0-h0", "b1-h0", "x"]
+    with pytest.raises(InputErrors) as exc:
+        parse_queues([({**_node("y", "b0"), "status": {"allocatable": {"cpu": "lots"}}}, "n.yaml")])
+    assert str(exc.value).startswith("n.yaml: status.allocatable.cpu")
