@@ -104,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         required=True,
         metavar="QUEUES.yaml",
-        help="ResourceFlavors, ClusterQueues and LocalQueues (repeatable; - reads stdin)",
+        help="Kueue ResourceFlavors, ClusterQueues, LocalQueues, Topologies; v1 Nodes (repeatable; - reads stdin)",
     )
     plan.add_argument(
         "--duration",
