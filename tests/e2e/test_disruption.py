@@ -26,7 +26,7 @@ from trainweave.integrations.views import disruption, verdict
 from trainweave.integrations.views.argo_view import view
 
 from .controller_proc import ControllerProc
-from .kube import Kube, Pod, condition, default_kubeconfig, wait_until
+from .kube import KUEUE, Kube, Pod, condition, condition_is, default_kubeconfig, wait_until
 from .pipelines import apply, example, trainjob, workflows
 
 pytestmark = pytest.mark.e2e
@@ -173,3 +173,97 @@ def test_drained_node_costs_no_retry_and_a_real_failure_after_counts_once(
     # each rank's 137 after the drain counts once; the evicted rank and its peer's exit 1 do not
     assert spent(wf) == {"node-0-0": 1, "node-0-1": 1}
     assert "trainweave.io/stopped-for" not in wf["metadata"]["annotations"]
+
+
+def urgent_group(namespace: str, name: str, priority: str) -> Json:
+    """A one-pod Kueue pod group of higher priority asking the trainer's 2 GPUs (no owner: kwok
+    keeps it Running until its Workload is deleted)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {
+                "kueue.x-k8s.io/queue-name": "gpu",
+                "kueue.x-k8s.io/pod-group-name": name,
+                "kueue.x-k8s.io/priority-class": priority,
+            },
+            "annotations": {"kueue.x-k8s.io/pod-group-total-count": "1"},
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.invalid/trainweave/urgent:test",
+                    "resources": {
+                        "requests": {"cpu": "1", "memory": "1Gi"},
+                        "limits": {"nvidia.com/gpu": "2"},
+                    },
+                }
+            ],
+        },
+    }
+
+
+def test_two_kueue_preemptions_cost_no_retry_and_real_failures_after_count(
+    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
+) -> None:
+    """Kueue preempts the running trainer twice (``TerminationTarget``); then each rank exits 3
+    twice (counted: 2 of ``backoffLimitPerIndex: 2``) and succeeds. Argo's ``retries`` counts the
+    preempted attempts too, so Argo's own budget check would have failed the step at the second
+    exit 3; the controller's judgement does not."""
+    queues(gpu_quota=2)
+    high = f"{namespace}-high"
+    kube.create(
+        KUEUE,
+        "workloadpriorityclasses",
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": high},
+            "value": 1000,
+        },
+    )
+    knobs = {"trainweave.test/duration.0": "600s", "trainweave.test/duration.1": "600s",
+             "trainweave.test/duration.2": "2s", "trainweave.test/exit-code.2": "3",
+             "trainweave.test/duration.3": "2s", "trainweave.test/exit-code.3": "3",
+             "trainweave.test/duration.4": "2s"}  # fmt: skip
+    try:
+        apply(kube, namespace, *trainer(namespace, knobs))
+        check = never_failed(kube, namespace)
+        uid = ""
+        for round_ in range(2):
+
+            def ranks(round_: int = round_) -> bool:
+                next(check)
+                pods = {slot(p): p for p in kube.pods(namespace, "trainweave.io/step=node")}
+                now = [pods.get(f"node-0-{i}({round_})") for i in (0, 1)]
+                return all(p is not None and p.status.phase == "Running" for p in now)
+
+            wait_until(f"round {round_}: both ranks running", ranks, timeout=300)
+            wl = kube.workload(namespace, "ft-node-a0")
+            assert wl is not None and (not uid or wl["metadata"]["uid"] == uid)
+            uid = wl["metadata"]["uid"]
+            urgent = f"urgent-{round_}"
+            kube.core.create_namespaced_pod(namespace, urgent_group(namespace, urgent, high))
+            kube.wait_workload(
+                namespace,
+                "ft-node-a0",
+                lambda w: condition_is(w, "Evicted") and condition_is(w, "QuotaReserved", "False"),
+                "preempted",
+            )
+            kube.wait_workload(namespace, urgent, lambda w: condition_is(w, "QuotaReserved"), "in")
+            kube.delete(KUEUE, "workloads", urgent, namespace)  # frees the quota: re-admission
+        wf, _ = finish(kube, namespace, uid)
+    finally:
+        kube.delete(KUEUE, "workloadpriorityclasses", high)
+
+    marks = disruption.decode(wf["metadata"]["annotations"][disruption.ANNOTATION])["node"]
+    assert {(m.type, m.reason) for m in marks} == {
+        ("TerminationTarget", "WorkloadEvictedDueToPreempted")
+    }
+    stopped = {p for m in marks for p in m.pods}
+    assert stopped == {"node-0-0(0)", "node-0-1(0)", "node-0-0(1)", "node-0-1(1)"}, stopped
+    assert spent(wf) == {"node-0-0": 2, "node-0-1": 2}  # the two exit 3s, not the preemptions
