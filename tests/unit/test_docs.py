@@ -71,9 +71,10 @@ def test_security_doc_lists_every_rbac_rule() -> None:
 DOCS = [
     "README.md",
     "hack/README.md",
+    "deploy/README.md",
     *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")),
 ]
-"""The docs checked: README.md, hack/README.md and docs/*.md (CHANGELOG.md is history)."""
+"""The docs checked: the READMEs and docs/*.md (CHANGELOG.md is history)."""
 
 # Dotted roots that are also TrainJob or Argo field roots in prose (`trainer.numNodes`,
 # `workflow.name`, `inputs.parameters`): cite those modules qualified (`trainjob.trainer.X`).
