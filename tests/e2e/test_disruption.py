@@ -16,7 +16,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from kubernetes import client
@@ -125,7 +125,7 @@ def test_evicted_rank_and_its_lost_peer_cost_no_retry(
     assert "trainweave.io/stopped-for" not in wf["metadata"]["annotations"]
     events = kube.core.list_namespaced_event(namespace, field_selector="reason=StepDisrupted")
     (ev,) = events.items
-    assert ev.involved_object.kind == "TrainJob" and "node-0-1(0)" in ev.message, ev.message
+    assert ev.involved_object.kind == "TrainJob" and "node-0-1(0)" in str(ev.message), ev
     status = subprocess.run(
         [sys.executable, "-m", "trainweave.cli", "status", "ft", "-n", namespace,
          "--kubeconfig", str(default_kubeconfig())],
@@ -247,7 +247,8 @@ def test_two_kueue_preemptions_cost_no_retry_and_real_failures_after_count(
             assert wl is not None and (not uid or wl["metadata"]["uid"] == uid)
             uid = wl["metadata"]["uid"]
             urgent = f"urgent-{round_}"
-            kube.core.create_namespaced_pod(namespace, urgent_group(namespace, urgent, high))
+            pod = urgent_group(namespace, urgent, high)
+            kube.core.create_namespaced_pod(namespace, cast(Any, pod))
             kube.wait_workload(
                 namespace,
                 "ft-node-a0",
