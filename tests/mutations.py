@@ -68,6 +68,66 @@ def _builders() -> Case:
     return Case("builders", tj, rt.build(), tuple(queues))
 
 
+def _tas() -> Case:
+    """A torch trainer of 2 nodes x 8 GPUs needing one block (Kueue TAS), on a flavor of
+    Topology ``dc`` with two Nodes in one block."""
+    block, rack, host = (
+        "cloud.example.com/block",
+        "cloud.example.com/rack",
+        "kubernetes.io/hostname",
+    )
+    rt = make_runtime(name="rt", kind="ClusterTrainingRuntime").gpu(8)
+    pod = rt.job_spec("node")["template"]
+    pod["metadata"] = {"annotations": {"kueue.x-k8s.io/podset-required-topology": block}}
+    tj = make_trainjob(runtime="rt", kind="ClusterTrainingRuntime", trainer={"numNodes": 2})
+    api = "kueue.x-k8s.io/v1beta2"
+    quota = [{"name": "nvidia.com/gpu", "nominalQuota": "16"}]
+    queues: list[Json] = [
+        {
+            "apiVersion": api,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "tas"},
+            "spec": {"nodeLabels": {"pool": "tas"}, "topologyName": "dc"},
+        },
+        {
+            "apiVersion": api,
+            "kind": "Topology",
+            "metadata": {"name": "dc"},
+            "spec": {"levels": [{"nodeLabel": level} for level in (block, rack, host)]},
+        },
+        {
+            "apiVersion": api,
+            "kind": "ClusterQueue",
+            "metadata": {"name": "gpu-cq"},
+            "spec": {
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["nvidia.com/gpu"],
+                        "flavors": [{"name": "tas", "resources": quota}],
+                    }
+                ]
+            },
+        },
+        {
+            "apiVersion": api,
+            "kind": "LocalQueue",
+            "metadata": {"name": "gpu-queue", "namespace": "ml"},
+            "spec": {"clusterQueue": "gpu-cq"},
+        },
+    ]
+    for i in range(2):
+        labels = {"pool": "tas", block: "b1", rack: f"r{i}", host: f"n{i}"}
+        queues.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": f"n{i}", "labels": labels},
+                "status": {"allocatable": {"nvidia.com/gpu": "8"}},
+            }
+        )
+    return Case("tas", tj, rt.build(), tuple(queues))
+
+
 CASES: tuple[Case, ...] = (
     _example(
         "llm-finetune",
@@ -85,6 +145,7 @@ CASES: tuple[Case, ...] = (
     _example("real", "real/trainjob.yaml", "real/runtime.yaml", "real/queues.yaml"),
     _example("real-mpi", "real/mpi_trainjob.yaml", "real/mpi_runtime.yaml", "real/queues.yaml"),
     _builders(),
+    _tas(),
 )
 
 KINDS = (
