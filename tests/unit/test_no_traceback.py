@@ -1,6 +1,6 @@
 """No traceback for any input: properties over structurally mutated inputs (issue 19).
 
-The CLI (``render``, ``render -o json``, ``plan``) on mutated TrainJob, runtime and queue files,
+The CLI (``render`` and ``plan`` in each output) on mutated TrainJob, runtime and queue files,
 and on mutated arguments, exits 0, 1 (``plan``: never fits) or 2; on 2 it prints nothing to
 stdout and only ``error: FILE: ...`` lines to stderr. The controller's pure reconcile and its
 executor turn a mutated TrainJob spec or runtime into children or a ``Failed`` condition with
@@ -103,7 +103,14 @@ def _names_source(line: str, sources: set[str]) -> bool:
     )
 
 
-COMMANDS = (("render",), ("render", "-o", "json"), ("plan",), ("plan", "-o", "yaml"))
+COMMANDS = (
+    ("render",),
+    ("render", "-o", "json"),
+    ("render", "--controller"),
+    ("plan",),
+    ("plan", "-o", "yaml"),
+    ("plan", "-o", "json"),
+)
 
 
 @_settings(800)
@@ -156,6 +163,8 @@ ODD_ARGS = st.sampled_from(
         "/dev/null",
         "/",
         "--no-exit-cleanup",
+        "--controller",
+        "--version",
         "--service-account",
         "ünï",
         "--help",
