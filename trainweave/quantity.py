@@ -11,6 +11,7 @@ import math
 import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
 _SUFFIXES: dict[str, Decimal] = {
     "": Decimal(1),
@@ -168,3 +169,28 @@ def _kept_verbatim(text: str) -> bool:
     if 18 - len(num) - len(denom) < 0 or scale < -9 or int(shifted) >= 2**63:
         return False
     return scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0"
+
+
+# The pattern Kubernetes CRDs put on int-or-string quantities (Kueue's queue CRDs, Node status).
+_CRD_QUANTITY = re.compile(
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]"
+    r"|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+
+
+def crd_quantity(value: Any) -> str:
+    """``value`` as a quantity a CRD accepts (pattern, not negative); a pydantic validator."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(
+            f"must be a quantity (an integer or a string like '8' or '64Gi'), got {value!r}"
+        )
+    text = str(value)
+    if not _CRD_QUANTITY.match(text):
+        raise ValueError(f"{text!r} is not a Kubernetes quantity")
+    try:
+        amount = parse(text)
+    except QuantityError as exc:
+        raise ValueError(str(exc)) from None
+    if amount < 0:
+        raise ValueError(f"{text!r} must not be negative")
+    return text

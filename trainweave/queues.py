@@ -28,7 +28,6 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -36,36 +35,15 @@ from pydantic.alias_generators import to_camel
 from trainweave.errors import InputError, InputErrors
 from trainweave.inputs import ObjectMeta, Wire, validate_model
 from trainweave.labels import Reason
-from trainweave.quantity import QuantityError, parse
+from trainweave.quantity import crd_quantity, parse
+from trainweave.topology import Node, Topology
 
 GROUP = "kueue.x-k8s.io"
 VERSIONS = ("v1beta2", "v1beta1")
 KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Topology")
 Json = dict[str, Any]
 
-# The pattern Kubernetes CRDs put on int-or-string quantities.
-_QUANTITY = re.compile(
-    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]"
-    r"|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
-)
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-def _quantity(value: Any) -> str:
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ValueError(
-            f"must be a quantity (an integer or a string like '8' or '64Gi'), got {value!r}"
-        )
-    text = str(value)
-    if not _QUANTITY.match(text):
-        raise ValueError(f"{text!r} is not a Kubernetes quantity")
-    try:
-        amount = parse(text)
-    except QuantityError as exc:
-        raise ValueError(str(exc)) from None
-    if amount < 0:
-        raise ValueError(f"{text!r} must not be negative")
-    return text
 
 
 def _name(value: str) -> str:
@@ -74,7 +52,7 @@ def _name(value: str) -> str:
     return value
 
 
-Quantity = Annotated[str, BeforeValidator(_quantity)]
+Quantity = Annotated[str, BeforeValidator(crd_quantity)]
 Name = Annotated[str, AfterValidator(_name)]
 
 
@@ -296,97 +274,6 @@ class LocalQueue(Wire):
     metadata: ObjectMeta
     spec: LocalQueueSpec = Field(default_factory=LocalQueueSpec)
     status: Json | None = None
-
-
-# --- Topology ----------------------------------------------------------------------------
-
-_LABEL_NAME = re.compile(
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
-)
-HOSTNAME = "kubernetes.io/hostname"
-
-
-def _node_label(value: str) -> str:
-    if not 1 <= len(value) <= 316 or not _LABEL_NAME.match(value):
-        raise ValueError(f"{value!r} must be a node label name ([prefix/]name)")
-    return value
-
-
-class TopologyLevel(_Model):
-    node_label: Annotated[str, AfterValidator(_node_label)]
-
-
-class TopologySpec(_Model):
-    levels: list[TopologyLevel] = Field(min_length=1, max_length=16)
-
-    @field_validator("levels")
-    @classmethod
-    def _levels(cls, levels: list[TopologyLevel]) -> list[TopologyLevel]:
-        """The CRD's CEL rules: unique levels, hostname only as the lowest."""
-        labels = [level.node_label for level in levels]
-        if len(set(labels)) != len(labels):
-            raise ValueError(f"levels must be unique, got {labels}")
-        if HOSTNAME in labels[:-1]:
-            raise ValueError(
-                f"the {HOSTNAME} label can only be used at the lowest level of topology"
-            )
-        return levels
-
-
-class Topology(Wire):
-    """A Topology: the node labels of its levels, highest (e.g. block) first."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-    api_version: str = Field(alias="apiVersion")
-    kind: Literal["Topology"]
-    metadata: ObjectMeta
-    spec: TopologySpec
-    status: Json | None = None
-
-    @property
-    def levels(self) -> list[str]:
-        """Node labels of the levels, highest first."""
-        return [level.node_label for level in self.spec.levels]
-
-
-# --- Node (core v1) -------------------------------------------------------------------------
-
-
-class _Loose(Wire):
-    """A real Node carries many fields the plan does not read: they are ignored."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
-
-
-class NodeTaint(_Loose):
-    key: str
-    effect: str
-    value: str = ""
-
-
-class NodeSpec(_Loose):
-    taints: list[NodeTaint] = Field(default_factory=list)
-    unschedulable: bool = False
-
-
-class NodeStatus(_Loose):
-    allocatable: dict[str, Quantity] = Field(default_factory=dict)
-
-
-class Node(_Loose):
-    """A Node (``kubectl get nodes -o yaml``): labels, taints, allocatable; what Kueue's TAS
-    snapshot reads of it."""
-
-    api_version: Literal["v1"] = Field(alias="apiVersion")
-    kind: Literal["Node"]
-    metadata: ObjectMeta
-    spec: NodeSpec = Field(default_factory=NodeSpec)
-    status: NodeStatus = Field(default_factory=NodeStatus)
-
-    def allocatable(self) -> dict[str, Decimal]:
-        """``status.allocatable`` as numbers."""
-        return {k: parse(v) for k, v in self.status.allocatable.items()}
 
 
 def _expand(docs: Iterable[tuple[Json, str]]) -> Iterator[tuple[Json, str]]:

@@ -30,7 +30,8 @@ from trainweave.adapters.kueue.flavormatch import tolerates
 from trainweave.adapters.kueue.podsets import PodRole
 from trainweave.adapters.kueue.tas import TopologyRequest, topology_request
 from trainweave.quantity import parse
-from trainweave.queues import ClusterQueue, Node, QueueSet, ResourceFlavor
+from trainweave.queues import ClusterQueue, QueueSet, ResourceFlavor
+from trainweave.topology import Node
 
 
 def tas_only(cq: ClusterQueue, queues: QueueSet) -> bool:
