@@ -94,7 +94,9 @@ class Initializer(_Model):
 
 
 class Trainer(_Model):
-    image: str | None = Field(default=None, max_length=500)
+    # "" is set on the node container as given (Trainer v2.3.0 jobset/builder.go: image != nil),
+    # and the API server refuses a container without an image: refused here by field
+    image: str | None = Field(default=None, min_length=1, max_length=500)
     command: list[str] = Field(default_factory=list, max_length=128)
     args: list[str] = Field(default_factory=list, max_length=128)
     env: list[Json] = Field(default_factory=list, max_length=128)

@@ -45,6 +45,10 @@ def _num_nodes(rt: RuntimeBuilder, tj: Json) -> None:
     tj["spec"]["trainer"] = {"numNodes": 0}
 
 
+def _empty_image(rt: RuntimeBuilder, tj: Json) -> None:
+    tj["spec"]["trainer"] = {"image": ""}  # upstream sets it: a container the API server refuses
+
+
 def _num_nodes_enormous(rt: RuntimeBuilder, tj: Json) -> None:
     tj["spec"]["trainer"] = {"numNodes": 1_000_000}  # rendering it took 22 GB before the limit
 
@@ -171,6 +175,11 @@ CASES: list[tuple[str, Callable[[RuntimeBuilder, Json], None], list[str]]] = [
         ],
     ),
     ("numNodes-zero", _num_nodes, ["TJ: spec.trainer.numNodes: must be at least 1, got 0"]),
+    (
+        "trainer-image-empty",
+        _empty_image,
+        ["TJ: spec.trainer.image: String should have at least 1 character"],
+    ),
     (
         "numNodes-enormous",
         _num_nodes_enormous,
