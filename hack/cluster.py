@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The e2e control plane on this machine, without Docker: up | down | status | env | with |
-upstream | restart | render.
+upstream | restart | kueue-config | render.
 
 etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok are started by
 `kwokctl --runtime binary` (loopback only, free ports, own PKI); the Kueue manager, Argo's
@@ -10,8 +10,9 @@ binary comes from hack/build.sh, every CRD and webhook manifest from the same pi
 
 What the engines are given (nodes, kwok Stages, Kueue config, webhooks, flavors) is built in
 hack/engine_config.py; `upstream on|off` (Trainer + JobSet) is in hack/upstream.py, `restart`
-in hack/restart.py, and whether `with -- CMD` (make e2e, bench-admission) starts and stops the
-cluster around CMD in hack/cluster_with.py. State (kubeconfig, pids, logs, certs) lives in
+in hack/restart.py, `kueue-config` (another waitForPodsReady) in hack/kueue_config.py, and
+whether `with -- CMD` (make e2e, bench-admission) starts and stops the cluster around CMD in
+hack/cluster_with.py. State (kubeconfig, pids, logs, certs) lives in
 $TRAINWEAVE_STATE_DIR, by default ${XDG_CACHE_HOME:-~/.cache}/trainweave/cluster.
 docs/local-control-plane.md explains it.
 """
@@ -472,12 +473,13 @@ def start_kueue(
     frameworks: list[str] = KUEUE_FRAMEWORKS,
 ) -> None:
     """The Kueue manager with its webhooks on https://127.0.0.1:<free port> (own CA), waited for
-    healthy; then its webhook configurations pointing at that URL."""
+    healthy; then its webhook configurations pointing at that URL. waitForPodsReady is the default
+    unless state["kueue_pods_ready"] says otherwise (hack/kueue_config.py)."""
     kdir = STATE / "kueue"
     cert_dir = kdir / "certs"
     ca = make_certs(cert_dir)
     wport, hport = free_port(), free_port()
-    config = kueue_config(wport, hport, cert_dir, frameworks)
+    config = kueue_config(wport, hport, cert_dir, frameworks, state.get("kueue_pods_ready"))
     (kdir / "config.yaml").write_text(yaml.safe_dump(config))
     state["ports"].update({"kueue/webhook": wport, "kueue/health": hport})
     kueue_argv = [
@@ -816,6 +818,7 @@ def cmd_with(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
+    import kueue_config
     import restart
     import upstream
 
@@ -835,6 +838,7 @@ def main() -> None:
     us.add_argument("state", choices=["on", "off"])
     rs = sub.add_parser("restart", help="crash an engine (SIGKILL) and start it again")
     rs.add_argument("name", choices=restart.ENGINES)
+    kueue_config.add_parser(sub)
     rd = sub.add_parser("render", help="write nodes/Stages/flavors/Kueue config for kind-up")
     rd.add_argument("--out", required=True)
     wi = sub.add_parser(
@@ -849,6 +853,7 @@ def main() -> None:
     commands["upstream"] = upstream.cmd_upstream
     commands["with"] = cmd_with
     commands["restart"] = restart.cmd_restart
+    commands["kueue-config"] = kueue_config.cmd_kueue_config
     commands[args.cmd](args)
 
 

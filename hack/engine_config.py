@@ -201,14 +201,19 @@ def loopback_manager(
 
 
 def kueue_config(
-    webhook_port: int, health_port: int, cert_dir: Path, frameworks: list[str] | None = None
+    webhook_port: int,
+    health_port: int,
+    cert_dir: Path,
+    frameworks: list[str] | None = None,
+    pods_ready: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """Kueue's Configuration; ``pods_ready`` replaces WAIT_FOR_PODS_READY (hack/kueue_config.py)."""
     return {
         **loopback_manager("config.kueue.x-k8s.io/v1beta2", webhook_port, health_port, cert_dir),
         "namespace": "kueue-system",
         "internalCertManagement": {"enable": False},
         "managedJobsNamespaceSelector": {"matchLabels": {E2E_LABEL: "true"}},
-        "waitForPodsReady": WAIT_FOR_PODS_READY,
+        "waitForPodsReady": pods_ready or WAIT_FOR_PODS_READY,
         # The visibility API server would listen on 0.0.0.0:8082.
         "featureGates": {"VisibilityOnDemand": False},
         "integrations": {"frameworks": list(frameworks or KUEUE_FRAMEWORKS)},
