@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 from functools import cache, cached_property
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from trainweave import k8s_schema, pod_resources, pod_rules
@@ -93,10 +93,17 @@ class Initializer(_Model):
     model: InitializerSpec | None = None
 
 
+def _required(value: str) -> str:
+    """An empty string refused in the API server's words (field.Required)."""
+    if not value:
+        raise ValueError("Required value")
+    return value
+
+
 class Trainer(_Model):
     # "" is set on the node container as given (Trainer v2.3.0 jobset/builder.go: image != nil),
     # and the API server refuses a container without an image: refused here by field
-    image: str | None = Field(default=None, min_length=1, max_length=500)
+    image: Annotated[str, AfterValidator(_required)] | None = Field(default=None, max_length=500)
     command: list[str] = Field(default_factory=list, max_length=128)
     args: list[str] = Field(default_factory=list, max_length=128)
     env: list[Json] = Field(default_factory=list, max_length=128)

@@ -178,7 +178,7 @@ CASES: list[tuple[str, Callable[[RuntimeBuilder, Json], None], list[str]]] = [
     (
         "trainer-image-empty",
         _empty_image,
-        ["TJ: spec.trainer.image: String should have at least 1 character"],
+        ["TJ: spec.trainer.image: Required value"],
     ),
     (
         "numNodes-enormous",
