@@ -70,6 +70,11 @@ def validator(schema: dict[str, Any]) -> Validator:
     return out
 
 
+def schema_errors(validator: Validator, doc: object) -> list[str]:
+    """Every error of ``doc`` against ``validator``, as ``[path]: message``."""
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)]
+
+
 def _convert(node: Any) -> Any:
     if isinstance(node, dict):
         node = {k: _convert(v) for k, v in node.items()}

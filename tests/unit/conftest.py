@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import shutil
+from typing import Any
 
 import pytest
 
 from tests.crds import Validator, crd_schema, validator
-from tests.versions import ARGO_MODULE, ARGO_VERSION
+from tests.versions import ARGO_MODULE, ARGO_VERSION, KUEUE_MODULE, KUEUE_VERSION
 
 
 @pytest.fixture(scope="session")
@@ -17,6 +18,34 @@ def workflow_validator() -> Validator:
         ARGO_MODULE, ARGO_VERSION, "manifests/base/crds/full/argoproj.io_workflows.yaml", "v1alpha1"
     )
     return validator(schema)
+
+
+@pytest.fixture(scope="session")
+def workload_validator() -> Validator:
+    """A strict jsonschema validator for Kueue's Workload CRD, v1beta2."""
+    schema = crd_schema(
+        KUEUE_MODULE,
+        KUEUE_VERSION,
+        "config/components/crd/bases/kueue.x-k8s.io_workloads.yaml",
+        "v1beta2",
+    )
+    return validator(_strict(schema))
+
+
+def _strict(node: Any) -> Any:
+    if isinstance(node, dict):
+        node = {k: _strict(v) for k, v in node.items()}
+        if (
+            "properties" in node
+            and "additionalProperties" not in node
+            and not node.get("x-kubernetes-preserve-unknown-fields")
+            and node["properties"].keys() != {"apiVersion", "kind", "metadata", "spec", "status"}
+        ):
+            node["additionalProperties"] = False
+        return node
+    if isinstance(node, list):
+        return [_strict(v) for v in node]
+    return node
 
 
 GO_MISSING = """\

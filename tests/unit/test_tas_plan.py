@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from tests.builders import model_job
-from tests.crds import Validator
-from tests.unit.test_workload_schema import _errors, workload_validator  # noqa: F401
+from tests.crds import Validator, schema_errors
 from trainweave import labels as L
 from trainweave.adapters.kueue import workloads
 from trainweave.adapters.kueue.plan_format import missing_errors
@@ -233,7 +232,7 @@ def test_topology_v1beta1_parses() -> None:
 
 
 @pytest.mark.schema
-def test_tas_workload_preview_is_a_valid_workload(workload_validator: Validator) -> None:  # noqa: F811
+def test_tas_workload_preview_is_a_valid_workload(workload_validator: Validator) -> None:
     launcher = _job("launcher", 1, {**REQ, L.KUEUE_PODSET_GROUP_NAME: "mpi"}, gpu="0")
     node = _job("node", 4, {**REQ, L.KUEUE_PODSET_GROUP_NAME: "mpi"})
     sliced = _job(
@@ -259,7 +258,7 @@ def test_tas_workload_preview_is_a_valid_workload(workload_validator: Validator)
     (wl,) = workloads.workloads(_pipeline(launcher, node, sliced, layered, loose))
     requests = [ps["topologyRequest"] for ps in wl["spec"]["podSets"]]
     assert len(requests) == 5 and all("podIndexLabel" in r for r in requests)
-    assert _errors(workload_validator, wl) == []
+    assert schema_errors(workload_validator, wl) == []
 
 
 def _node(name: str, block: str, gpus: str = "8", **spec: Any) -> Json:

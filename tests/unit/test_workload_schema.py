@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.crds import Validator, crd_schema, validator
-from tests.versions import KUEUE_MODULE, KUEUE_VERSION
+from tests.crds import Validator, schema_errors
 from trainweave.adapters.kueue import workloads
 from trainweave.adapters.kueue.rolehash import PodDefaults
 from trainweave.adapters.trainjob.trainer import to_pipeline
@@ -25,38 +24,6 @@ from trainweave.model import Job, Pipeline, RetryPolicy, Step
 pytestmark = pytest.mark.schema
 EXAMPLES = Path(__file__).parents[2] / "examples"
 Json = dict[str, Any]
-
-
-@pytest.fixture(scope="module")
-def workload_validator() -> Validator:
-    """A strict jsonschema validator for Kueue's Workload CRD, v1beta2."""
-    schema = crd_schema(
-        KUEUE_MODULE,
-        KUEUE_VERSION,
-        "config/components/crd/bases/kueue.x-k8s.io_workloads.yaml",
-        "v1beta2",
-    )
-    return validator(_strict(schema))
-
-
-def _strict(node: Any) -> Any:
-    if isinstance(node, dict):
-        node = {k: _strict(v) for k, v in node.items()}
-        if (
-            "properties" in node
-            and "additionalProperties" not in node
-            and not node.get("x-kubernetes-preserve-unknown-fields")
-            and node["properties"].keys() != {"apiVersion", "kind", "metadata", "spec", "status"}
-        ):
-            node["additionalProperties"] = False
-        return node
-    if isinstance(node, list):
-        return [_strict(v) for v in node]
-    return node
-
-
-def _errors(validator: Validator, doc: object) -> list[str]:
-    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)]
 
 
 def _example_pipelines() -> list[tuple[str, Pipeline]]:
@@ -135,16 +102,16 @@ def test_workload_previews_are_schema_valid(
     previews = workloads.workloads(pipeline, defaults)
     assert previews
     for preview in previews:
-        assert _errors(workload_validator, preview) == []
+        assert schema_errors(workload_validator, preview) == []
 
 
 def test_schema_catches_an_unknown_field(workload_validator: Validator) -> None:
     preview = copy.deepcopy(workloads.workloads(_rich_pipeline())[0])
     preview["spec"]["podSets"][0]["replicas"] = 2
-    assert any("replicas" in e for e in _errors(workload_validator, preview))
+    assert any("replicas" in e for e in schema_errors(workload_validator, preview))
 
 
 def test_schema_catches_a_bad_count(workload_validator: Validator) -> None:
     preview = copy.deepcopy(workloads.workloads(_rich_pipeline())[0])
     preview["spec"]["podSets"][0]["count"] = "two"
-    assert _errors(workload_validator, preview)
+    assert schema_errors(workload_validator, preview)
