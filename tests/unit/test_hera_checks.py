@@ -24,7 +24,7 @@ from trainweave.workflows.checks import OUTPUTS, StepError
 
 Json = dict[str, Any]
 T = "trainer('node'): "
-I = "initializer('dataset-initializer'): "  # noqa: E741
+INIT = "initializer('dataset-initializer'): "
 P = "post_processor('export'): "
 NOT_A_QUEUE = (
     "is not a Kueue queue name: a lowercase RFC 1123 subdomain (a-z, 0-9, '-', '.', starting and"
@@ -74,7 +74,7 @@ def export(**kwargs: Any) -> GangStep:
         ),
         (
             lambda: dataset("acme/data"),
-            I + "storage_uri: 'acme/data' must be a URI of the form"
+            INIT + "storage_uri: 'acme/data' must be a URI of the form"
             " scheme://path (e.g. hf://org/name)",
         ),
         (lambda: node(nodes=0), T + "nodes: must be at least 1, got 0"),
@@ -94,10 +94,10 @@ def export(**kwargs: Any) -> GangStep:
         ),
         (
             lambda: dataset(env={"A=B": "1"}),
-            I + "env[0].name: 'A=B' is not a valid environment"
+            INIT + "env[0].name: 'A=B' is not a valid environment"
             " variable name (printable ASCII, not '=', not empty)",
         ),
-        (lambda: dataset(secret=""), I + "secret: String should have at least 1 character"),
+        (lambda: dataset(secret=""), INIT + "secret: String should have at least 1 character"),
         (
             lambda: export(resources={"requests": {"cpu": "lots"}}),
             P + "resources.requests.cpu: 'lots' is not a quantity",
@@ -126,7 +126,7 @@ def export(**kwargs: Any) -> GangStep:
         ),
         (
             lambda: dataset(env=[{"name": "A", "valueFrom": {}}]),
-            I + "env[0].valueFrom: Invalid value: must specify exactly one of: `fieldRef`,"
+            INIT + "env[0].valueFrom: Invalid value: must specify exactly one of: `fieldRef`,"
             " `resourceFieldRef`, `configMapKeyRef`, `secretKeyRef` or `fileKeyRef`",
         ),
         (
