@@ -17,7 +17,9 @@ disruptions are retried outside the budget (D11). What maps to what:
   expression cannot read (a disruption and the gang peers it takes down never count,
   ``Disrupted``), and stops the step on a verdict; ``limit`` = budget + DISRUPTION_ALLOWANCE;
 - otherwise ``limit`` = budget + REQUEUE_ALLOWANCE; backoff 10s doubling, capped at 6m (the Job
-  controller's); the Job's ``activeDeadlineSeconds`` -> ``maxDuration``.
+  controller's); the Job's ``activeDeadlineSeconds`` -> ``maxDuration``;
+- under the controller the backoff is a flat 10s: Argo doubles it per attempt, disruptions
+  included, while a Job that Kueue suspends and resumes has no backoff at all.
 """
 
 from __future__ import annotations
@@ -64,8 +66,11 @@ def retry_strategy(policy: RetryPolicy, controller: bool = False) -> m.RetryStra
     allowance = DISRUPTION_ALLOWANCE if controller else REQUEUE_ALLOWANCE
     backoff = m.Backoff(
         duration="10s",
-        factor=m.IntOrString(2),
-        cap="6m",
+        # Argo's exponent counts every attempt, disruptions too (operator.go processNodeRetries),
+        # so under the controller the wait stays 10 s (a fifth preemption waited 160 s, and Kueue
+        # may re-admit the kept Workload before Argo brings the pods back)
+        factor=None if controller else m.IntOrString(2),
+        cap=None if controller else "6m",
         max_duration=f"{policy.deadline_seconds}s" if policy.deadline_seconds else None,
     )
     return m.RetryStrategy(

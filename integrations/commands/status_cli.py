@@ -20,8 +20,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from trainweave import labels, yamlout
-from trainweave.integrations.views import api, queues_view, quota, timeline, timeline_format
-from trainweave.integrations.views.argo_view import step_groups, view
+from trainweave.adapters.argo import retry
+from trainweave.integrations.views import (
+    api,
+    queues_view,
+    quota,
+    timeline,
+    timeline_format,
+    verdict,
+)
+from trainweave.integrations.views.argo_view import WorkflowView, step_groups, view
 from trainweave.integrations.views.bodies import Meta, TrainJobBody, list_at
 from trainweave.integrations.views.observed import Observed, observed, owned
 from trainweave.integrations.views.reconcile import quota_records
@@ -101,6 +109,27 @@ def print_status(obs: Observed, now: datetime, out: TextIO) -> None:
             f"  job {js['name']}: active={js['active']} ready={js['ready']} "
             f"succeeded={js['succeeded']} failed={js['failed']} suspended={js['suspended']}\n"
         )
+    for wf in owned(tj, obs.workflows):
+        for line in disruption_lines(view(wf)):
+            out.write(f"  {line}\n")
+
+
+def disruption_lines(v: WorkflowView) -> list[str]:
+    """The disruptions ``v`` recorded (``trainweave.io/disruptions``) and, for each step that
+    had one, the failures counted against its retry budget (``verdict.spent``)."""
+    lines = []
+    for step, marks in sorted(v.disruptions.items()):
+        for m in marks:
+            lines.append(
+                f"disrupted {step}: {', '.join(m.pods)} {m.type} ({m.reason}) at {m.at}: not counted"
+            )
+        for job, wire in sorted(v.backoff_limits.get(step, {}).items()):
+            policy = retry.policy_of_wire(wire)
+            counted, _ = verdict.spent(job, policy, v.steps.get(step), v.disruptions)
+            spent = ", ".join(f"{slot}={n}" for slot, n in sorted(counted.items())) or "none"
+            per = "shared by its pods" if policy.shared else "per pod"
+            lines.append(f"retries counted {step}/{job}: {spent} (budget {policy.budget} {per})")
+    return lines
 
 
 @dataclass(frozen=True)

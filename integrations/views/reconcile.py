@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from trainweave import labels
-from trainweave.integrations.views import api, disruption, quota
+from trainweave.integrations.views import api, disruption, quota, stranded
 from trainweave.integrations.views.argo_view import (
     FAILED,
     WorkflowView,
@@ -179,6 +179,10 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Actions, now: 
         return
     if latest.terminal or latest.shutdown:
         return
+    raw = next((w for w in obs.workflows if Meta.of(w).name == latest.name), None)
+    ends = stranded.patch(raw, format_time(now)) if raw is not None else None
+    if ends is not None:  # else Argo starts an attempt Kueue never admits (stranded.py)
+        out.requests.append(_patch_wf(ns, latest.name, ends))
     latest = _disruptions(obs.trainjob, latest, wf_pods, out, now)
     verdict = latest.verdict()
     if verdict:

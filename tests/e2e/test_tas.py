@@ -30,8 +30,8 @@ from trainweave.adapters.trainjob.trainer import to_pipeline
 from trainweave.inputs import parse_runtime, parse_trainjob
 
 from .controller_proc import ControllerProc
-from .kube import KUEUE, Kube, condition_is, wait_until
-from .pipelines import apply, example, wait_condition
+from .kube import ARGO, KUEUE, Kube, condition_is, wait_until
+from .pipelines import TRAINER, apply, example, wait_condition
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -209,12 +209,25 @@ def fleet(kube: Kube, namespace: str) -> Iterator[list[Json]]:
     finally:
         for plural, name in reversed(made):
             kube.delete(KUEUE, plural, name)
+        _clear_pods(kube, namespace)
         for node in nodes:
             try:
                 kube.core.delete_node(node["metadata"]["name"])
             except ApiException as e:
                 if e.status != 404:
                     raise
+
+
+def _clear_pods(kube: Kube, namespace: str) -> None:
+    """The test's pipelines and pods gone before their nodes are: a pod bound to a deleted node
+    waits for the pod GC's orphan sweep (about 40 s), and the namespace's deletion with it. The
+    TrainJobs and Workflows go first (nothing recreates a pod), then the Workloads (Kueue
+    strips its pod finalizers)."""
+    for gv, plural in ((TRAINER, "trainjobs"), (ARGO, "workflows"), (KUEUE, "workloads")):
+        for obj in kube.list(gv, plural, namespace):
+            kube.delete(gv, plural, obj["metadata"]["name"], namespace)
+    kube.core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+    wait_until("the test's pods gone", lambda: not kube.pods(namespace), timeout=60)
 
 
 def _tas_example(ns: str, name: str, nodes: int, level: str, duration: str) -> tuple[Json, Json]:

@@ -26,6 +26,7 @@ from trainweave.adapters.argo.retry import Disrupted
 from trainweave.adapters.options import Options
 from trainweave.adapters.trainjob.trainer import to_pipeline
 from trainweave.inputs import parse_runtime, parse_trainjob
+from trainweave.integrations.commands import status_cli
 from trainweave.integrations.views import disruption, reconcile, slim, verdict
 from trainweave.integrations.views.argo_view import view
 from trainweave.integrations.views.observed import Observed
@@ -270,7 +271,7 @@ def test_the_controller_render_judges_every_job() -> None:
     strategies = {t["name"]: t.get("retryStrategy") for t in wf["spec"]["templates"]}
     assert all("expression" not in s for s in strategies.values() if s)
     assert strategies["node"] == {
-        "backoff": {"cap": "6m", "duration": "10s", "factor": 2},
+        "backoff": {"duration": "10s"},  # flat: Argo's exponent would count the disruptions
         "limit": 2 + retry.DISRUPTION_ALLOWANCE,
         "retryPolicy": "Always",
     }
@@ -298,3 +299,21 @@ def test_a_step_the_controller_failed_keeps_its_pods() -> None:
     assert [
         (r.method, r.body) for r in plan.requests if "ft-node-a0" in r.path or "pods" in r.path
     ] == [("PATCH", {"metadata": {"annotations": {"kueue.x-k8s.io/retriable-in-group": "false"}}})]
+
+
+def test_status_names_each_disruption_and_the_retries_counted() -> None:
+    """``trainweave status`` lists the record and what the budget paid (nothing, here)."""
+    tries = [Try("node-0-1", 0, 143, 1, 5, PREEMPTED, 5), Try("node-0-0", 0, 4, 1, 5)]
+    wf, pods_ = scene(tries, PEER_LOST_FAILS)
+    tj = trainjob(annotations={L.ATTEMPTS_ANNOTATION: "1"})
+    plan = reconcile.actions(Observed(tj, (wf,), tuple(pods_)), NOW)
+    (patch,) = [r.body for r in plan.requests if r.body and "metadata" in r.body]
+    wf["metadata"]["annotations"][disruption.ANNOTATION] = patch["metadata"]["annotations"][
+        disruption.ANNOTATION
+    ]
+    assert status_cli.disruption_lines(view(wf)) == [
+        "disrupted node: node-0-1(0) TerminationTarget (WorkloadEvictedDueToPreempted)"
+        " at 2026-11-01T10:05:00Z: not counted",
+        "retries counted node/node: none (budget 0 shared by its pods)",
+    ]
+    assert status_cli.disruption_lines(view(scene(tries, PEER_LOST_FAILS)[0])) == []

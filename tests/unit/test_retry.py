@@ -64,6 +64,10 @@ def test_strategy_limit_backoff_and_deadline() -> None:
         "cap": "6m",
         "maxDuration": "600s",
     }
+    under_controller = retry_strategy(RetryPolicy(budget=4, rules=()), controller=True)
+    assert under_controller.model_dump(by_alias=True, exclude_none=True)["backoff"] == {
+        "duration": "10s"
+    }
 
 
 def test_daemon_pods_have_no_retry_strategy() -> None:

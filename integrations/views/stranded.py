@@ -1,0 +1,53 @@
+"""Container nodes Argo leaves ``Pending`` under a failed pod, and the status patch that ends them.
+
+Argo v4.0.7 fills a containerSet pod's ``Container`` child nodes from the pod's container
+statuses (``workflow/controller/operator.go`` ``assessNodeStatus``). A pod that failed before any
+container started has none: Kueue stopping a pod that never got Ready (WaitForPodsReady's
+``PodsReadyTimeout``; the pod GC then marks the terminating, unscheduled pod ``Failed``) leaves
+the Pod node ``Failed`` ("can't find failed message for pod") and its container nodes ``Pending``
+for ever. ``childrenFulfilled`` of the Retry node is then never true, so once a later attempt
+succeeds Argo starts yet another attempt (``executeTemplate``), which Kueue keeps gated behind the
+Finished Workload: the Workflow never ends. (A pod *deleted* outright takes Argo's own
+``markAllContainersDeleted`` path and is not stranded.)
+
+``patch(workflow, now)`` marks each such container node ``Failed`` with a message that names no
+exit code (so it counts nothing, ``argo_view._exits``); ``None`` when there is nothing to end.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Json = dict[str, Any]
+_ENDED = frozenset({"Failed", "Error"})
+_OPEN = frozenset({"", "Pending", "Running"})
+MESSAGE = "trainweave: pod {pod} ended before this container started"
+
+
+def stranded(workflow: Json) -> list[tuple[str, str]]:
+    """``(container node id, pod node id)`` of the container nodes left open under a failed
+    Pod node of ``workflow``."""
+    nodes: Json = (workflow.get("status") or {}).get("nodes") or {}
+    out = []
+    for pod_id, pod in sorted(nodes.items()):
+        if pod.get("type") != "Pod" or pod.get("phase") not in _ENDED:
+            continue
+        for child_id in pod.get("children") or ():
+            child = nodes.get(child_id) or {}
+            if child.get("type") == "Container" and child.get("phase", "") in _OPEN:
+                out.append((str(child_id), str(pod_id)))
+    return out
+
+
+def patch(workflow: Json, now: str) -> Json | None:
+    """A JSON merge patch of ``status.nodes`` that ends the stranded container nodes."""
+    nodes: Json = (workflow.get("status") or {}).get("nodes") or {}
+    ends = {
+        child_id: {
+            "phase": "Failed",
+            "message": MESSAGE.format(pod=nodes[pod_id].get("displayName") or pod_id),
+            "finishedAt": nodes[pod_id].get("finishedAt") or now,
+        }
+        for child_id, pod_id in stranded(workflow)
+    }
+    return {"status": {"nodes": ends}} if ends else None
