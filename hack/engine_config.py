@@ -220,6 +220,19 @@ def kueue_config(
     }
 
 
+def in_cluster_kueue_config() -> dict[str, Any]:
+    """The same Configuration for Kueue running in a cluster (`hack/cluster.py render` for
+    hack/kind-up.sh): all interfaces, leader election, Kueue's own certificates, default gates."""
+    cfg = kueue_config(9443, 8081, Path("/tmp/k8s-webhook-server/serving-certs"))
+    cfg["health"] = {"healthProbeBindAddress": ":8081"}
+    cfg["metrics"] = {"bindAddress": ":8443"}
+    cfg["webhook"] = {"port": 9443}
+    cfg["leaderElection"] = {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"}
+    cfg["internalCertManagement"] = {"enable": True}
+    del cfg["featureGates"]
+    return cfg
+
+
 def url_webhooks(manifest: Path, prefix: str, port: int, ca: bytes) -> list[dict[str, Any]]:
     """A controller's generated webhook configurations (``manifests.yaml``, kubebuilder's), named
     ``<prefix>-<name>``, pointed at https://127.0.0.1:<port> and limited to namespaces labelled

@@ -43,24 +43,33 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
-import gzip
 import hashlib
-import io
 import json
 import os
 import shutil
 import subprocess
 import tarfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-VERSIONS = ROOT / "hack" / "versions.env"
+from common import HACK, IMAGES_CACHE, ROOT, VERSIONS, go_module, output, versions
+from images_controller import controller_image
+from oci import (
+    Blob,
+    Entry,
+    Image,
+    add_entries,
+    add_tree,
+    is_cache_path,
+    pack_layer,
+    write_oci_archive,
+)
+from rootfs import PATH_ENV, rootfs_layer
+
 EXAMPLES = ROOT / "examples" / "real"
-CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trainweave" / "images"
+CACHE = IMAGES_CACHE
 
 PAUSE_NAMES = (
     "registry.k8s.io/pause:3.10",
@@ -70,186 +79,17 @@ PAUSE_NAMES = (
 ARGOEXEC_REPO = "quay.io/argoproj/argoexec"
 WORKLOAD_NAME = "trainweave.local/workload:dev"
 ARGO_MODULE = "github.com/argoproj/argo-workflows/v4"
-DEBIAN_SUITE, DEBIAN_MIRROR = "bookworm", "http://deb.debian.org/debian"
 WORKLOAD_PACKAGES = ("python3-minimal", "openmpi-bin", "openssh-server", "openssh-client")
-# Bump when the rootfs trimming (ROOTFS_DROP) or the debootstrap call changes: a new base layer.
-ROOTFS_REVISION = 1
-ROOTFS_DROP = ("usr/share/man/", "usr/share/info/")
-ROOTFS_EMPTY = (
-    "dev/",
-    "proc/",
-    "sys/",
-    "run/",
-    "tmp/",
-    "usr/share/locale/",
-    "var/cache/apt/",
-    "var/lib/apt/lists/",
-)
-PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-PLATFORM = {"architecture": "amd64", "os": "linux"}
-
-MT_INDEX = "application/vnd.oci.image.index.v1+json"
-MT_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-MT_CONFIG = "application/vnd.oci.image.config.v1+json"
-MT_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
-ANNOTATION_REF = "org.opencontainers.image.ref.name"
-ANNOTATION_CONTAINERD = "io.containerd.image.name"
-
-
-# ---- OCI archive writer (pure: files in, files out; no network, no clock) ----
-
-
-@dataclass(frozen=True)
-class Blob:
-    """A gzip layer on disk: `digest`/`size` of the compressed file, `diff_id` of the tar."""
-
-    path: Path
-    digest: str
-    size: int
-    diff_id: str
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One file or directory of a layer built from values: `data` None is a directory."""
-
-    path: str
-    data: bytes | None = None
-    mode: int = 0o644
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return "sha256:" + h.hexdigest()
-
-
-def pack_layer(dest: Path, fill: Callable[[tarfile.TarFile], None]) -> Blob:
-    """Write the tar that `fill` adds to, gzip it to `dest`; return its digests."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    raw = dest.with_name(dest.name + ".tar.tmp")
-    with tarfile.open(raw, "w", format=tarfile.PAX_FORMAT) as tar:
-        fill(tar)
-    diff = hashlib.sha256()
-    tmp = dest.with_name(dest.name + ".tmp")
-    with (
-        raw.open("rb") as src,
-        tmp.open("wb") as out,
-        gzip.GzipFile(filename="", fileobj=out, mode="wb", mtime=0, compresslevel=6) as gz,
-    ):
-        while chunk := src.read(1 << 20):
-            diff.update(chunk)
-            gz.write(chunk)
-    raw.unlink()
-    tmp.replace(dest)
-    return Blob(dest, _sha256_file(dest), dest.stat().st_size, "sha256:" + diff.hexdigest())
-
-
-def add_entries(tar: tarfile.TarFile, entries: Iterable[Entry]) -> None:
-    """Add value entries owned by root with mtime 0 (reproducible digests)."""
-    for e in entries:
-        info = tarfile.TarInfo(e.path.strip("/"))
-        info.mode = e.mode
-        if e.data is None:
-            info.type = tarfile.DIRTYPE
-            tar.addfile(info)
-        else:
-            info.size = len(e.data)
-            tar.addfile(info, io.BytesIO(e.data))
-
-
-def add_tree(
-    tar: tarfile.TarFile, src: Path, prefix: str = "", keep: Callable[[str], bool] = lambda _: True
-) -> None:
-    """Add the contents of `src` under `prefix` (no leading slash), owners and modes kept."""
-    for child in sorted(src.iterdir()) if src.is_dir() else []:
-        name = f"{prefix.strip('/')}/{child.name}".lstrip("/")
-
-        def only(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-            return info if keep(info.name + ("/" if info.isdir() else "")) else None
-
-        tar.add(child, arcname=name, filter=only)
-
-
-def _put(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size, info.mode = len(data), 0o644
-    tar.addfile(info, io.BytesIO(data))
-
-
-def _json(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
-
-
-def write_oci_archive(
-    out: Path, layers: Sequence[Blob], config: dict[str, Any], names: Sequence[str]
-) -> str:
-    """Write an oci-layout tar of one image named `names`; return the manifest digest.
-
-    `config` is the image config's `config` object (Env, Entrypoint, Cmd, User, ...)."""
-    image_config = _json(
-        {
-            **PLATFORM,
-            "config": config,
-            "rootfs": {"type": "layers", "diff_ids": [b.diff_id for b in layers]},
-            "history": [{"created_by": "hack/images.py"} for _ in layers],
-        }
-    )
-    config_digest = "sha256:" + hashlib.sha256(image_config).hexdigest()
-    manifest = _json(
-        {
-            "schemaVersion": 2,
-            "mediaType": MT_MANIFEST,
-            "config": {"mediaType": MT_CONFIG, "digest": config_digest, "size": len(image_config)},
-            "layers": [{"mediaType": MT_LAYER, "digest": b.digest, "size": b.size} for b in layers],
-        }
-    )
-    manifest_digest = "sha256:" + hashlib.sha256(manifest).hexdigest()
-    index = {
-        "schemaVersion": 2,
-        "mediaType": MT_INDEX,
-        "manifests": [
-            {
-                "mediaType": MT_MANIFEST,
-                "digest": manifest_digest,
-                "size": len(manifest),
-                "platform": PLATFORM,
-                "annotations": {ANNOTATION_REF: name, ANNOTATION_CONTAINERD: name},
-            }
-            for name in names
-        ],
-    }
-    tmp = out.with_name(out.name + ".tmp")
-    with tarfile.open(tmp, "w", format=tarfile.PAX_FORMAT) as tar:
-        _put(tar, "oci-layout", _json({"imageLayoutVersion": "1.0.0"}))
-        _put(tar, "index.json", _json(index))
-        for digest, data in ((config_digest, image_config), (manifest_digest, manifest)):
-            _put(tar, "blobs/sha256/" + digest.removeprefix("sha256:"), data)
-        for b in dict.fromkeys(layers):
-            info = tarfile.TarInfo("blobs/sha256/" + b.digest.removeprefix("sha256:"))
-            info.size, info.mode = b.size, 0o644
-            with b.path.open("rb") as f:
-                tar.addfile(info, f)
-    tmp.replace(out)
-    return manifest_digest
 
 
 # ---- inputs and keys ----
-
-
-def versions() -> dict[str, str]:
-    """hack/versions.env as a dict (KEY=value lines)."""
-    pairs = (line.split("=", 1) for line in VERSIONS.read_text().splitlines() if "=" in line)
-    return {k.strip(): v.strip() for k, v in pairs if not k.lstrip().startswith("#")}
 
 
 def tree_fingerprint(src: Path) -> bytes:
     """Relative paths, modes and contents of every file under `src` (b"" if it is missing)."""
     h = hashlib.sha256()
     for path in sorted(src.rglob("*")) if src.is_dir() else []:
-        if _skip_example(path.relative_to(src).as_posix()):
+        if is_cache_path(path.relative_to(src).as_posix()):
             continue
         h.update(f"{path.relative_to(src).as_posix()}\0{path.stat().st_mode:o}\0".encode())
         if path.is_file():
@@ -257,53 +97,21 @@ def tree_fingerprint(src: Path) -> bytes:
     return h.digest()
 
 
-def _skip_example(rel: str) -> bool:
-    """Caches next to the example files stay out: __pycache__, *.pyc, dot folders (.mypy_cache)."""
-    parts = rel.split("/")
-    return "__pycache__" in parts or rel.endswith(".pyc") or any(p.startswith(".") for p in parts)
-
-
 def key_of(*parts: bytes) -> str:
+    """An image archive's cache key: versions.env, this recipe and the archive writer
+    (hack/oci.py), and the image's own inputs."""
     h = hashlib.sha256()
-    for part in (VERSIONS.read_bytes(), Path(__file__).read_bytes(), *parts):
+    recipe = (Path(__file__).read_bytes(), (HACK / "oci.py").read_bytes())
+    for part in (VERSIONS.read_bytes(), *recipe, *parts):
         h.update(len(part).to_bytes(8, "big") + part)
     return h.hexdigest()[:16]
 
 
-def run(
-    cmd: Sequence[str | Path], cwd: Path | None = None, env: dict[str, str] | None = None
-) -> str:
-    out = subprocess.run(
-        [str(c) for c in cmd], cwd=cwd, env=env, check=True, text=True, stdout=subprocess.PIPE
-    )
-    return out.stdout
-
-
-def module_info(module_at_version: str) -> dict[str, Any]:
-    """`go mod download -json`: Dir (GOMODCACHE folder, hack/build.sh's `moddir`), Origin."""
-    info: dict[str, Any] = json.loads(
-        run(["go", "mod", "download", "-json", module_at_version], cwd=CACHE)
-    )
-    if info.get("Error"):
-        raise SystemExit(f"images.py: go mod download {module_at_version}: {info['Error']}")
-    return info
-
-
 def module_dir(module_at_version: str) -> Path:
-    return Path(module_info(module_at_version)["Dir"])
+    return Path(go_module(module_at_version)["Dir"])
 
 
 # ---- the images ----
-
-
-@dataclass(frozen=True)
-class Image:
-    """What to build: a short name, the image names, the key inputs, the build function."""
-
-    short: str
-    names: tuple[str, ...]
-    inputs: Callable[[], bytes]
-    build: Callable[[Path], tuple[list[Blob], dict[str, Any]]]
 
 
 def pause_source() -> Path:
@@ -316,8 +124,8 @@ def pause_source() -> Path:
 def build_pause(work: Path) -> tuple[list[Blob], dict[str, Any]]:
     binary = work / "pause"
     version = f"v{PAUSE_NAMES[1].rsplit(':', 1)[1]}-kubernetes-{versions()['KUBERNETES_VERSION']}"
-    run(["gcc", *PAUSE_CFLAGS, f"-DVERSION={version}", "-o", binary, pause_source()])
-    run(["strip", binary])
+    output(["gcc", *PAUSE_CFLAGS, f"-DVERSION={version}", "-o", binary, pause_source()])
+    output(["strip", binary])
     blob = pack_layer(
         work / "pause.tar.gz",
         lambda t: add_entries(t, [Entry("pause", binary.read_bytes(), 0o755)]),
@@ -345,7 +153,7 @@ def argoexec_inputs() -> bytes:
 
 def build_argoexec(work: Path) -> tuple[list[Blob], dict[str, Any]]:
     version = versions()["ARGO_WORKFLOWS_VERSION"]
-    info = module_info(f"{ARGO_MODULE}@{version}")
+    info = go_module(f"{ARGO_MODULE}@{version}")
     mod = Path(info["Dir"])
     # Module zips drop symlinks; upstream's signal_linux.go is one, so the module is copied (as
     # hack/build.sh's argo_cli does), the links are put back and the copy is `replace`d in.
@@ -368,9 +176,9 @@ def build_argoexec(work: Path) -> tuple[list[Blob], dict[str, Any]]:
         ["-s -w", *(f"-X {ARGO_MODULE}.{kv}" for kv in stamp), "-extldflags -static"]
     )
     env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-trimpath -buildvcs=false"}
-    run(["go", "mod", "tidy"], cwd=w, env=env)
+    output(["go", "mod", "tidy"], cwd=w, env=env)
     out = work / "argoexec"
-    run(
+    output(
         ["go", "build", "-ldflags", ldflags, "-o", out, f"{ARGO_MODULE}/cmd/argoexec"],
         cwd=w,
         env=env,
@@ -391,46 +199,14 @@ def build_argoexec(work: Path) -> tuple[list[Blob], dict[str, Any]]:
     return [blob], {"Entrypoint": ["argoexec"], "Env": env_cfg}
 
 
-def keep_in_rootfs(name: str) -> bool:
-    """The rootfs layer's filter (folders end in "/"): no apt caches or lists, device nodes,
-    man, info, locales; of usr/share/doc only the folders and copyright files."""
-    if name.startswith(ROOTFS_DROP) or any(name.startswith(p) and name != p for p in ROOTFS_EMPTY):
-        return False
-    return not name.startswith("usr/share/doc/") or name.endswith(("/", "/copyright"))
-
-
-def rootfs_layer(packages: tuple[str, ...] = WORKLOAD_PACKAGES) -> tuple[Blob, float]:
-    """The debootstrap layer, built once per package list; returns it and its build seconds."""
-    key = hashlib.sha256(repr((DEBIAN_SUITE, DEBIAN_MIRROR, packages, ROOTFS_REVISION)).encode())
-    folder = CACHE / f"rootfs-{key.hexdigest()[:16]}"
-    meta = folder / "layer.json"
-    if meta.exists():
-        m = json.loads(meta.read_text())
-        blob = Blob(folder / "layer.tar.gz", m["digest"], m["size"], m["diff_id"])
-        return blob, float(m["seconds"])
-    t0 = time.monotonic()
-    tree = folder / "rootfs"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    cmd = ["debootstrap", "--variant=minbase", "--include=" + ",".join(packages)]
-    run([*cmd, DEBIAN_SUITE, tree, DEBIAN_MIRROR])
-    print(f"images.py: debootstrap {' '.join(packages)}: {time.monotonic() - t0:.0f}s")
-    blob = pack_layer(folder / "layer.tar.gz", lambda t: add_tree(t, tree, keep=keep_in_rootfs))
-    shutil.rmtree(tree)
-    seconds = time.monotonic() - t0
-    m = {"digest": blob.digest, "size": blob.size, "diff_id": blob.diff_id, "seconds": seconds}
-    meta.write_text(json.dumps(m))
-    return blob, seconds
-
-
 def build_workload(work: Path) -> tuple[list[Blob], dict[str, Any]]:
-    base, seconds = rootfs_layer()
+    base, seconds = rootfs_layer(WORKLOAD_PACKAGES)
     print(f"images.py: workload base layer {base.digest[:19]} ({seconds:.0f}s when built)")
     opt = [Entry("opt", mode=0o755), Entry("opt/trainweave", mode=0o755)]
 
     def fill(tar: tarfile.TarFile) -> None:
         add_entries(tar, opt)
-        add_tree(tar, EXAMPLES, "opt/trainweave", keep=lambda n: not _skip_example(n.rstrip("/")))
+        add_tree(tar, EXAMPLES, "opt/trainweave", keep=lambda n: not is_cache_path(n.rstrip("/")))
 
     examples = pack_layer(work / "examples.tar.gz", fill)
     config = {
@@ -442,8 +218,6 @@ def build_workload(work: Path) -> tuple[list[Blob], dict[str, Any]]:
 
 
 def images() -> list[Image]:
-    from images_controller import controller_image  # it imports this module's helpers
-
     v = versions()
     return [
         Image("pause", PAUSE_NAMES, lambda: pause_source().read_bytes(), build_pause),

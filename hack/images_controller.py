@@ -5,7 +5,7 @@ and its runtime dependencies plus prometheus-client in a virtualenv, user 65532,
 ["trainweave"], CMD ["controller"]. deploy/deployment.yaml runs it (tests/e2e/test_real_deploy.py).
 
 - layer 1: Debian bookworm `debootstrap --variant=minbase` + CONTROLLER_PACKAGES (Debian's
-  python3 is 3.11, the Dockerfile's python:3.11-slim), images.rootfs_layer's cache.
+  python3 is 3.11, the Dockerfile's python:3.11-slim), rootfs.rootfs_layer's cache.
 - layer 2: /opt/venv, made by the rootfs's own `python3 -m venv` (chroot) and filled by its own
   pip, `--no-index --no-deps`, from the wheels the host's pip downloaded from PyPI for cp311 on
   manylinux up to bookworm's glibc 2.36 (the dependency closure of the trainweave wheel and
@@ -30,19 +30,9 @@ from pathlib import Path
 from typing import Any
 from zipfile import ZipFile
 
-from images import (
-    CACHE,
-    PATH_ENV,
-    ROOT,
-    Blob,
-    Entry,
-    Image,
-    add_entries,
-    add_tree,
-    pack_layer,
-    rootfs_layer,
-    run,
-)
+from common import IMAGES_CACHE, ROOT, output
+from oci import Blob, Entry, Image, add_entries, add_tree, is_cache_path, pack_layer
+from rootfs import PATH_ENV, rootfs_layer
 
 CONTROLLER_NAME = "trainweave.local/controller:dev"
 CONTROLLER_PACKAGES = ("python3", "python3-venv")
@@ -68,11 +58,6 @@ PIP = ROOT / ".venv" / "bin" / "pip"  # the host's pip (PyPI): wheels for the im
 DEPS_REVISION = 1
 
 
-def _skip(rel: str) -> bool:
-    parts = rel.split("/")
-    return "__pycache__" in parts or rel.endswith(".pyc") or any(p.startswith(".") for p in parts)
-
-
 def sources_fingerprint() -> bytes:
     """pyproject.toml, README.md and every package file (paths, modes, contents)."""
     h = hashlib.sha256(Path(__file__).read_bytes())
@@ -81,7 +66,7 @@ def sources_fingerprint() -> bytes:
         paths += sorted(p for p in (ROOT / d).rglob("*") if p.is_file())
     for path in paths:
         rel = path.relative_to(ROOT).as_posix()
-        if not _skip(rel):
+        if not is_cache_path(rel):
             h.update(f"{rel}\0{path.stat().st_mode:o}\0".encode() + path.read_bytes())
     return h.digest()
 
@@ -94,7 +79,7 @@ def build_wheel(work: Path) -> Path:
         shutil.copyfile(ROOT / f, src / f)
     for d in PROJECT_DIRS:
         shutil.copytree(ROOT / d, src / d, ignore=shutil.ignore_patterns("__pycache__", ".*"))
-    run([PIP, "wheel", "--no-deps", "--quiet", "--wheel-dir", out, src])
+    output([PIP, "wheel", "--no-deps", "--quiet", "--wheel-dir", out, src])
     (wheel,) = out.glob("trainweave-*.whl")
     return wheel
 
@@ -109,7 +94,7 @@ def requirements(wheel: Path) -> list[str]:
 
 
 def chroot(tree: Path, *cmd: str) -> str:
-    return run(["chroot", tree, *cmd], env={"PATH": PATH_ENV.removeprefix("PATH="), "LANG": "C"})
+    return output(["chroot", tree, *cmd], env={"PATH": PATH_ENV.removeprefix("PATH="), "LANG": "C"})
 
 
 def _user_lines(tree: Path) -> list[Entry]:
@@ -133,7 +118,7 @@ def deps_layer(base: Blob, wheel: Path, work: Path) -> tuple[Blob, Path, float]:
     key = hashlib.sha256(
         repr((base.digest, (ROOT / "pyproject.toml").read_bytes(), DEPS_REVISION)).encode()
     )
-    folder = CACHE / f"controller-deps-{key.hexdigest()[:16]}"
+    folder = IMAGES_CACHE / f"controller-deps-{key.hexdigest()[:16]}"
     meta, tree = folder / "layer.json", folder / "tree"
     if meta.exists() and tree.is_dir():
         m = json.loads(meta.read_text())
@@ -142,9 +127,9 @@ def deps_layer(base: Blob, wheel: Path, work: Path) -> tuple[Blob, Path, float]:
     t0 = time.monotonic()
     shutil.rmtree(folder, ignore_errors=True)
     tree.mkdir(parents=True)
-    run(["tar", "-xzf", base.path, "--numeric-owner", "-C", tree])
+    output(["tar", "-xzf", base.path, "--numeric-owner", "-C", tree])
     wheels = work / "wheels"
-    run([PIP, "download", "--quiet", "--dest", wheels, *WHEEL_TARGET, *requirements(wheel)])
+    output([PIP, "download", "--quiet", "--dest", wheels, *WHEEL_TARGET, *requirements(wheel)])
     t_dl = time.monotonic() - t0
     chroot(tree, "python3", "-m", "venv", VENV)
     shutil.copytree(wheels, tree / "tmp" / "wheels")

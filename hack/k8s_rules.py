@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from common import go_module, versions
+
 ROOT = Path(__file__).parents[1]
 OUT = ROOT / "trainweave" / "k8s_rules.py"
 _CORE = "io.k8s.api.core.v1."
@@ -31,23 +33,8 @@ _CLIENT_NAMES = {"ResourceClaim": "CoreV1ResourceClaim"}
 _ENUM = re.compile(r"Enum:\s+\[\]interface\{\}\{(.*)\},$")
 
 
-def kubernetes_version() -> str:
-    pins = dict(
-        line.split("=", 1)
-        for line in (ROOT / "hack" / "versions.env").read_text().splitlines()
-        if line and not line.startswith("#")
-    )
-    return pins["KUBERNETES_VERSION"]
-
-
 def module_dir(version: str) -> Path:
-    out = subprocess.run(
-        ["go", "mod", "download", "-json", f"k8s.io/kubernetes@{version}"],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return Path(json.loads(out.stdout)["Dir"])
+    return Path(go_module(f"k8s.io/kubernetes@{version}")["Dir"])
 
 
 def _refs(node: Any) -> Iterator[str]:
@@ -137,7 +124,7 @@ def render(version: str, required: dict[str, list[str]], enum: dict[str, Any]) -
 
 
 def main(argv: list[str]) -> int:
-    version = kubernetes_version()
+    version = versions()["KUBERNETES_VERSION"]
     required, enum = generate(module_dir(version))
     if "--check" in argv:
         sys.path.insert(0, str(ROOT))

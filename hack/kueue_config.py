@@ -16,7 +16,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-import cluster
+import common
+import control_plane
 from engine_config import KUEUE_FRAMEWORKS, WAIT_FOR_PODS_READY
 
 
@@ -29,24 +30,26 @@ def pods_ready(timeout: str, backoff_base_seconds: int) -> dict[str, Any]:
 
 def cmd_kueue_config(args: argparse.Namespace) -> None:
     """Restart Kueue with the asked waitForPodsReady (a no-op when it already runs with it)."""
-    state = cluster.load_state()
+    state = common.load_state()
     if not state or not state.get("complete"):
-        cluster.die("the cluster is not up: `make cluster-up` first")
+        common.die("the cluster is not up: `make cluster-up` first")
     if state.get("upstream"):
-        cluster.die("upstream is on: `hack/cluster.py upstream off` first")
+        common.die("upstream is on: `hack/cluster.py upstream off` first")
     wanted = None if args.default else pods_ready(args.pods_ready_timeout, args.backoff_base)
     if state.get("kueue_pods_ready") == wanted:
-        cluster.log(f"kueue already runs with waitForPodsReady {wanted or 'default'}")
+        common.log(f"kueue already runs with waitForPodsReady {wanted or 'default'}")
         return
     eng = Path(state["engines"])
-    sources = cluster.read_env(eng / "sources.env")
-    _, apply = cluster.kubectl_commands(eng / "bin")
-    cluster.stop_pid(int(state["pids"]["kueue"]), "kueue")
+    sources = common.read_env(eng / "sources.env")
+    _, apply = common.kubectl_commands(eng / "bin")
+    common.stop_pid(int(state["pids"]["kueue"]), "kueue")
     state["kueue_pods_ready"] = wanted
-    cluster.save_state(state)
-    cluster.start_kueue(eng / "bin", Path(sources["KUEUE_DIR"]), apply, state, KUEUE_FRAMEWORKS)
-    cluster.save_state(state)
-    cluster.log(f"kueue restarted with waitForPodsReady {wanted or WAIT_FOR_PODS_READY}")
+    common.save_state(state)
+    control_plane.start_kueue(
+        eng / "bin", Path(sources["KUEUE_DIR"]), apply, state, KUEUE_FRAMEWORKS
+    )
+    common.save_state(state)
+    common.log(f"kueue restarted with waitForPodsReady {wanted or WAIT_FOR_PODS_READY}")
 
 
 def add_parser(sub: Any) -> None:

@@ -20,6 +20,9 @@ the pods Kueue admits on it there, and no kwok pod lands on it. docs/real-contai
 
 Everything lives under /var/lib/trainweave-node (containerd's image store is kept across `down`,
 so images are imported once) and /run/trainweave-node; state in <cluster state>/node.json.
+What the node is given (containerd, CNI, kubelet and CoreDNS configuration) is built in
+hack/node_config.py; paths, processes and certificates are hack/common.py's. `up` runs its
+phases in order: packages, build, containerd, images, the API route, CoreDNS, the kubelet.
 """
 
 from __future__ import annotations
@@ -37,23 +40,26 @@ import time
 from pathlib import Path
 from typing import Any
 
-import cluster
+import common
 import yaml
+from common import HACK, KUBECONFIG, STATE
+from node_config import (
+    BRIDGE,
+    DNAT_COMMENT,
+    LIB,
+    NODE_LABEL,
+    NODE_NAME,
+    NODE_SUBJECT,
+    RUN,
+    SOCK,
+    cni_config,
+    containerd_config,
+    corefile,
+    dnat_rule,
+    kubelet_config,
+    node_kubeconfig,
+)
 
-HACK = cluster.HACK
-
-NODE_NAME = "trainweave-node-0"
-LIB = Path("/var/lib/trainweave-node")
-RUN = Path("/run/trainweave-node")
-SOCK = RUN / "containerd.sock"
-POD_CIDR = "10.88.0.0/16"
-BRIDGE = "tw0"
-TAINT_KEY = "trainweave.io/real-node"
-NODE_LABEL = "trainweave.io/node"
-# The `kubernetes` Service's ClusterIP: the first address of kwokctl's service range
-# (its certificate names it too: engine_config.kwokctl_config kubeApiserverCertSANs).
-APISERVER_CLUSTER_IP = "10.0.0.1"
-DNAT_COMMENT = "trainweave-node: kubernetes Service"
 # containerd..conntrack: the node; debootstrap and libc6-dev (static glibc for pause.c): hack/images.py
 DEBIAN_PACKAGES = (
     "containerd",
@@ -64,13 +70,10 @@ DEBIAN_PACKAGES = (
     "debootstrap",
     "libc6-dev",
 )
-CNI_BIN = Path("/usr/lib/cni")
-# pause image the CRI runs every pod sandbox from (hack/images.py builds it)
-SANDBOX_IMAGE = "registry.k8s.io/pause:3.10.2"  # kubeadm v1.36's PauseVersion
 
 
 def state_path() -> Path:
-    return cluster.STATE / "node.json"
+    return STATE / "node.json"
 
 
 def load() -> dict[str, Any] | None:
@@ -97,9 +100,9 @@ def ensure_packages() -> None:
     missing = [p for p in DEBIAN_PACKAGES if not _installed(p)]
     if not missing:
         return
-    cluster.log(f"installing Debian packages: {' '.join(missing)}")
+    common.log(f"installing Debian packages: {' '.join(missing)}")
     t0 = time.monotonic()
-    cluster.run(
+    common.run(
         "apt-get",
         "-o",
         "DPkg::Lock::Timeout=300",
@@ -111,7 +114,7 @@ def ensure_packages() -> None:
         env={"DEBIAN_FRONTEND": "noninteractive"},
         capture=True,
     )
-    cluster.log(f"installed in {time.monotonic() - t0:.1f}s")
+    common.log(f"installed in {time.monotonic() - t0:.1f}s")
 
 
 def _installed(package: str) -> bool:
@@ -121,244 +124,112 @@ def _installed(package: str) -> bool:
     return r.returncode == 0 and "install ok installed" in r.stdout
 
 
-def containerd_config() -> str:
-    """containerd 1.6 (Debian bookworm) config: CRI with runc (through hack/node/runc-wrapper,
-    which fits each spec to this machine's capabilities), cgroupfs, our CNI dir."""
-    return f"""version = 2
-root = "{LIB / "containerd"}"
-state = "{RUN / "containerd"}"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
-[grpc]
-  address = "{SOCK}"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "{SANDBOX_IMAGE}"
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-        BinaryName = "{HACK / "node" / "runc-wrapper"}"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "{CNI_BIN}"
-    conf_dir = "{LIB / "cni"}"
-"""
-
-
-def cni_config() -> dict[str, Any]:
-    """One bridge for every pod of the node, host-local IPAM, masquerade out."""
-    return {
-        "cniVersion": "0.4.0",
-        "name": "trainweave",
-        "plugins": [
-            {
-                "type": "bridge",
-                "bridge": BRIDGE,
-                "isGateway": True,
-                "ipMasq": True,
-                "hairpinMode": True,
-                "ipam": {
-                    "type": "host-local",
-                    "ranges": [[{"subnet": POD_CIDR}]],
-                    "routes": [{"dst": "0.0.0.0/0"}],
-                    "dataDir": str(LIB / "ipam"),
-                },
-            },
-            {"type": "portmap", "capabilities": {"portMappings": True}},
-        ],
-    }
-
-
-def kubelet_config(dns_ip: str, ca: Path, port: int, healthz: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "kubelet.config.k8s.io/v1beta1",
-        "kind": "KubeletConfiguration",
-        # this machine has cgroup v1 only; Kubernetes 1.35+ refuses it unless told not to
-        "failCgroupV1": False,
-        "cgroupDriver": "cgroupfs",
-        "containerRuntimeEndpoint": f"unix://{SOCK}",
-        "clusterDNS": [dns_ip],
-        "clusterDomain": "cluster.local",
-        "failSwapOn": False,
-        "address": "0.0.0.0",
-        "port": port,
-        "readOnlyPort": 0,
-        "healthzBindAddress": "127.0.0.1",
-        "healthzPort": healthz,
-        "authentication": {
-            "anonymous": {"enabled": False},
-            "webhook": {"enabled": True},
-            "x509": {"clientCAFile": str(ca)},
-        },
-        "authorization": {"mode": "Webhook"},
-        "registerWithTaints": [{"key": TAINT_KEY, "value": "true", "effect": "NoSchedule"}],
-        # the images were imported, not pulled: a garbage-collected one cannot come back
-        "imageGCHighThresholdPercent": 100,
-        "imageGCLowThresholdPercent": 99,
-        "evictionHard": {
-            "memory.available": "200Mi",
-            "nodefs.available": "2%",
-            "imagefs.available": "2%",
-        },
-        "serializeImagePulls": False,
-        "resolvConf": "/etc/resolv.conf",
-        "maxPods": 110,
-    }
-
-
-def corefile(bind_ip: str, kubeconfig: Path, health: int, ready: int) -> str:
-    return f""".:53 {{
-    bind {bind_ip}
-    errors
-    health 127.0.0.1:{health}
-    ready 127.0.0.1:{ready}
-    kubernetes cluster.local in-addr.arpa ip6.arpa {{
-        kubeconfig {kubeconfig}
-        pods insecure
-        fallthrough in-addr.arpa ip6.arpa
-        ttl 5
-    }}
-    forward . /etc/resolv.conf
-    cache 5
-}}
-"""
-
-
 def kwok_pki() -> Path:
-    return cluster.kwok_workdir() / "clusters" / cluster.CLUSTER_NAME / "pki"
-
-
-def node_kubeconfig(server: str, out: Path) -> None:
-    """A client certificate for system:node:<name> (group system:nodes), signed by the control
-    plane's CA, so the kubelet runs under the Node authorizer, not as an admin."""
-    pki = kwok_pki()
-    key, csr, crt = out.parent / "node.key", out.parent / "node.csr", out.parent / "node.crt"
-    cluster.run("openssl", "genrsa", "-out", key, "2048", capture=True)
-    subj = f"/O=system:nodes/CN=system:node:{NODE_NAME}"
-    cluster.run("openssl", "req", "-new", "-key", key, "-subj", subj, "-out", csr, capture=True)
-    cluster.run(
-        "openssl", "x509", "-req", "-in", csr, "-CA", pki / "ca.crt", "-CAkey", pki / "ca.key",
-        "-CAcreateserial", "-days", "30", "-out", crt, capture=True,
-    )  # fmt: skip
-    kc = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": "local",
-                "cluster": {"server": server, "certificate-authority": str(pki / "ca.crt")},
-            }
-        ],
-        "users": [
-            {"name": "node", "user": {"client-certificate": str(crt), "client-key": str(key)}}
-        ],
-        "contexts": [{"name": "node", "context": {"cluster": "local", "user": "node"}}],
-        "current-context": "node",
-    }
-    out.write_text(yaml.safe_dump(kc))
-    out.chmod(0o600)
+    return common.kwok_cluster_dir() / "pki"
 
 
 def apiserver_server() -> str:
-    kc = yaml.safe_load(cluster.KUBECONFIG.read_text())
+    kc = yaml.safe_load(KUBECONFIG.read_text())
     server: str = kc["clusters"][0]["cluster"]["server"]
     return server
 
 
-def dnat_rule(server: str) -> list[str]:
-    port = server.rsplit(":", 1)[1]
-    return [
-        "PREROUTING", "-t", "nat", "-d", f"{APISERVER_CLUSTER_IP}/32", "-p", "tcp", "--dport",
-        "443", "-j", "DNAT", "--to-destination", f"127.0.0.1:{port}",
-        "-m", "comment", "--comment", DNAT_COMMENT,
-    ]  # fmt: skip
-
-
 def _drop_dnat_rules() -> None:
     """Delete every nat PREROUTING rule node.py added (found by its comment)."""
-    listed = cluster.run("iptables", "-t", "nat", "-S", "PREROUTING", capture=True).stdout
+    listed = common.run("iptables", "-t", "nat", "-S", "PREROUTING", capture=True).stdout
     for line in listed.splitlines():
         if line.startswith("-A PREROUTING") and DNAT_COMMENT in line:
             spec = shlex.split(line)[2:]  # after "-A PREROUTING"
-            cluster.run("iptables", "-t", "nat", "-D", "PREROUTING", *spec, check=False)
+            common.run("iptables", "-t", "nat", "-D", "PREROUTING", *spec, check=False)
 
 
 def kubectl(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    bin_dir = cluster.engines_dir() / "bin"
-    return cluster.run(
-        bin_dir / "kubectl", f"--kubeconfig={cluster.KUBECONFIG}", *args, check=check, capture=True
+    bin_dir = common.engines_dir() / "bin"
+    return common.run(
+        bin_dir / "kubectl", f"--kubeconfig={KUBECONFIG}", *args, check=check, capture=True
     )
 
 
-def cmd_up(args: argparse.Namespace) -> None:
-    cstate = cluster.load_state()
-    if not cstate or not cluster.KUBECONFIG.exists():
-        cluster.die("the local control plane is down: run `hack/cluster.py up` first")
-    if (state := load()) and cluster.pid_alive(int(state["pids"].get("kubelet", 0) or 0)):
-        # up already; images whose inputs changed since (examples/real, say) are rebuilt and
-        # imported again, the others are only re-imported (a second or two)
-        cluster.run(sys.executable, HACK / "images.py", "load", "--address", str(SOCK))
-        cluster.log(f"node {NODE_NAME} already up; images loaded")
-        return
-    t_start = time.monotonic()
-    timings: dict[str, float] = {}
-    ensure_packages()
-    t0 = time.monotonic()
-    cluster.run("bash", HACK / "build.sh", "node")
-    timings["build"] = time.monotonic() - t0
-    bin_dir = cluster.engines_dir() / "bin"
-    for d in (LIB / "cni", LIB / "ipam", LIB / "kubelet", RUN, cluster.STATE / "node"):
-        d.mkdir(parents=True, exist_ok=True)
-    ndir = cluster.STATE / "node"
-    state = {"pids": {}, "node": NODE_NAME}
-    save(state)
+# ---------------------------------------------------------------------------------------------
+# up, phase by phase
 
+
+def load_images() -> None:
+    """hack/images.py load: builds what is stale, imports every image into containerd."""
+    common.run(sys.executable, HACK / "images.py", "load", "--address", str(SOCK))
+
+
+def reload_if_up() -> bool:
+    """True when the node already runs (its kubelet is alive): images whose inputs changed since
+    (examples/real, say) are rebuilt and imported again, the others only re-imported (a second
+    or two)."""
+    state = load()
+    if not state or not common.pid_alive(int(state["pids"].get("kubelet", 0) or 0)):
+        return False
+    load_images()
+    common.log(f"node {NODE_NAME} already up; images loaded")
+    return True
+
+
+def new_state(ndir: Path) -> dict[str, Any]:
+    """The node's folders (containerd's store and the kubelet's root under LIB) and a fresh
+    node.json."""
+    for d in (LIB / "cni", LIB / "ipam", LIB / "kubelet", RUN, ndir):
+        d.mkdir(parents=True, exist_ok=True)
+    state: dict[str, Any] = {"pids": {}, "node": NODE_NAME}
+    save(state)
+    return state
+
+
+def start_containerd(ndir: Path, state: dict[str, Any]) -> None:
+    """containerd with the CRI config and the CNI bridge, waited for its socket."""
     (ndir / "containerd.toml").write_text(containerd_config())
     (LIB / "cni" / "10-trainweave.conflist").write_text(json.dumps(cni_config(), indent=2))
-    state["pids"]["containerd"] = cluster.start_process(
+    state["pids"]["containerd"] = common.start_process(
         "containerd", ["containerd", "--config", str(ndir / "containerd.toml")]
     )
     save(state)
-    cluster.wait_for("containerd", lambda: SOCK.exists() and _ctr("version").returncode == 0, 60)
+    common.wait_for("containerd", lambda: SOCK.exists() and _ctr("version").returncode == 0, 60)
 
-    t0 = time.monotonic()
-    cluster.run(sys.executable, HACK / "images.py", "load", "--address", str(SOCK))
-    timings["images"] = time.monotonic() - t0
 
-    server = apiserver_server()
-    ip = node_ip()
-    # pods reach the API at https://10.0.0.1:443 (in-cluster config): DNAT it to the loopback
-    # kube-apiserver; route_localnet lets a packet from the bridge be routed to 127.0.0.1.
-    cluster.run("sysctl", "-q", "-w", "net.ipv4.conf.all.route_localnet=1")
-    cluster.run("sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
+def route_apiserver(server: str) -> None:
+    """Pods reach the API at https://10.0.0.1:443 (in-cluster config): DNAT it to the loopback
+    kube-apiserver; route_localnet lets a packet from the bridge be routed to 127.0.0.1."""
+    common.run("sysctl", "-q", "-w", "net.ipv4.conf.all.route_localnet=1")
+    common.run("sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
     _drop_dnat_rules()  # one an earlier control plane left points at its port
-    cluster.run("iptables", "-A", *dnat_rule(server))
+    common.run("iptables", "-A", *dnat_rule(server))
 
-    health, ready = cluster.free_port(), cluster.free_port()
-    (ndir / "Corefile").write_text(corefile(ip, cluster.KUBECONFIG, health, ready))
-    state["pids"]["coredns"] = cluster.start_process(
+
+def start_coredns(bin_dir: Path, ndir: Path, ip: str, state: dict[str, Any]) -> None:
+    """CoreDNS on the node IP (the cluster DNS the kubelet hands to pods), waited for /ready."""
+    health, ready = common.free_port(), common.free_port()
+    (ndir / "Corefile").write_text(corefile(ip, KUBECONFIG, health, ready))
+    state["pids"]["coredns"] = common.start_process(
         "coredns", [str(bin_dir / "coredns"), "-conf", str(ndir / "Corefile")], cwd=ndir
     )
+    state["dns"] = ready
     save(state)
-    cluster.wait_for(
-        "CoreDNS /ready", lambda: cluster.http_ok(f"http://127.0.0.1:{ready}/ready"), 60
-    )
+    common.wait_for("CoreDNS /ready", lambda: common.http_ok(f"http://127.0.0.1:{ready}/ready"), 60)
 
-    node_kubeconfig(server, ndir / "kubelet.kubeconfig")
-    kport, khealth = (
-        10250 if not cluster.tcp_open(10250) else cluster.free_port(),
-        cluster.free_port(),
-    )
+
+def start_kubelet(bin_dir: Path, ndir: Path, server: str, ip: str, state: dict[str, Any]) -> None:
+    """The kubelet, registered as NODE_NAME with its own client certificate (node_kubeconfig),
+    on port 10250 when free."""
+    key, crt = common.client_cert(kwok_pki(), NODE_SUBJECT, ndir, "node")
+    kubeconfig = ndir / "kubelet.kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(node_kubeconfig(server, kwok_pki() / "ca.crt", crt, key)))
+    kubeconfig.chmod(0o600)
+    kport = 10250 if not common.tcp_open(10250) else common.free_port()
+    khealth = common.free_port()
     cfg = kubelet_config(ip, kwok_pki() / "ca.crt", kport, khealth)
     (ndir / "kubelet.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    state["pids"]["kubelet"] = cluster.start_process(
+    state["pids"]["kubelet"] = common.start_process(
         "kubelet",
         [
             str(bin_dir / "kubelet"),
             f"--config={ndir / 'kubelet.yaml'}",
-            f"--kubeconfig={ndir / 'kubelet.kubeconfig'}",
+            f"--kubeconfig={kubeconfig}",
             f"--root-dir={LIB / 'kubelet'}",
             f"--hostname-override={NODE_NAME}",
             f"--node-ip={ip}",
@@ -366,15 +237,43 @@ def cmd_up(args: argparse.Namespace) -> None:
             "--v=1",
         ],
     )
-    state.update({"ip": ip, "kubelet_port": kport, "healthz": khealth, "dns": ready})
+    state.update({"ip": ip, "kubelet_port": kport, "healthz": khealth})
     save(state)
+
+
+def timed(timings: dict[str, float], name: str, phase: Any, *args: Any) -> Any:
+    """phase(*args), its seconds recorded in timings[name]."""
     t0 = time.monotonic()
-    cluster.wait_for(f"node {NODE_NAME} Ready", _node_ready, 180, interval=1)
-    timings["node-ready"] = time.monotonic() - t0
+    try:
+        return phase(*args)
+    finally:
+        timings[name] = time.monotonic() - t0
+
+
+def cmd_up(args: argparse.Namespace) -> None:
+    if not common.load_state() or not KUBECONFIG.exists():
+        common.die("the local control plane is down: run `hack/cluster.py up` first")
+    if reload_if_up():
+        return
+    t_start = time.monotonic()
+    timings: dict[str, float] = {}
+    ensure_packages()
+    timed(timings, "build", common.run, "bash", HACK / "build.sh", "node")
+    bin_dir = common.engines_dir() / "bin"
+    ndir = STATE / "node"
+    state = new_state(ndir)
+    start_containerd(ndir, state)
+    timed(timings, "images", load_images)
+    server, ip = apiserver_server(), node_ip()
+    route_apiserver(server)
+    start_coredns(bin_dir, ndir, ip, state)
+    start_kubelet(bin_dir, ndir, server, ip, state)
+    wait = f"node {NODE_NAME} Ready"
+    timed(timings, "node-ready", common.wait_for, wait, _node_ready, 180, 1)
     state["timings"] = {k: round(v, 1) for k, v in timings.items()}
     state["timings"]["total"] = round(time.monotonic() - t_start, 1)
     save(state)
-    cluster.log(
+    common.log(
         f"node {NODE_NAME} Ready ({ip}); up in {state['timings']['total']}s "
         f"(build {timings['build']:.0f}s, images {timings['images']:.0f}s, "
         f"kubelet to Ready {timings['node-ready']:.0f}s)"
@@ -401,12 +300,12 @@ def cmd_down(args: argparse.Namespace) -> None:
     state = load() or {"pids": {}}
     pids = state.get("pids") or {}
     if pids.get("kubelet"):
-        cluster.stop_pid(int(pids["kubelet"]), "kubelet")
+        common.stop_pid(int(pids["kubelet"]), "kubelet")
     if SOCK.exists():
         _remove_all_containers()
     for name in ("coredns", "containerd"):
         if pids.get(name):
-            cluster.stop_pid(int(pids[name]), name)
+            common.stop_pid(int(pids[name]), name)
     # containerd-shim processes outlive containerd by design; their tasks were killed above
     subprocess.run(["pkill", "-f", f"containerd-shim.*{RUN}"], check=False)
     for m in reversed(_mounts_under((LIB / "kubelet", RUN))):
@@ -414,12 +313,12 @@ def cmd_down(args: argparse.Namespace) -> None:
     shutil.rmtree(LIB / "kubelet", ignore_errors=True)
     shutil.rmtree(LIB / "ipam", ignore_errors=True)
     subprocess.run(["ip", "link", "delete", BRIDGE], capture_output=True, check=False)
-    if cluster.KUBECONFIG.exists():
+    if KUBECONFIG.exists():
         with contextlib.suppress(OSError, subprocess.CalledProcessError):
             kubectl("delete", "node", NODE_NAME, "--ignore-not-found", "--wait=false", check=False)
     _drop_dnat_rules()
     state_path().unlink(missing_ok=True)
-    cluster.log(f"node {NODE_NAME} down")
+    common.log(f"node {NODE_NAME} down")
 
 
 def _remove_all_containers() -> None:
@@ -452,13 +351,13 @@ def cmd_status(args: argparse.Namespace) -> None:
         print("node: down")
         return
     for name, pid in sorted((state.get("pids") or {}).items()):
-        print(f"node: {name:<11} pid {pid:<8} {'up' if cluster.pid_alive(int(pid)) else 'DEAD'}")
+        print(f"node: {name:<11} pid {pid:<8} {'up' if common.pid_alive(int(pid)) else 'DEAD'}")
     print(f"node: {NODE_NAME} ip {state.get('ip')} timings {state.get('timings')}")
 
 
 def main() -> None:
     if os.geteuid() != 0:
-        cluster.die("the real node needs root (containerd, kubelet, iptables)")
+        common.die("the real node needs root (containerd, kubelet, iptables)")
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("up", help="join the real node to the running local control plane")

@@ -1,8 +1,8 @@
 """`hack/cluster.py restart NAME`: crash one engine of the local control plane (SIGKILL) and start
 it again exactly as it ran, waited for healthy: the chaos tests' fault (docs/reliability.md).
 
-Kueue, Argo's workflow-controller, Trainer and JobSet are started by cluster.py, which keeps how
-(pids/<name>.json). kube-apiserver is started by kwokctl: its command line, environment and
+Kueue, Argo's workflow-controller, Trainer and JobSet are started by common.start_process,
+which keeps how (pids/<name>.json). kube-apiserver is started by kwokctl: its command line, environment and
 folder are read from /proc before the kill, and kwokctl's pid file is pointed at the new process
 so `down` still stops it. A kube-apiserver restart breaks every watch: clients resume with their
 last resourceVersion and relist on 410 Gone.
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import cluster
+import common
 
 ENGINES = ["kueue", "workflow-controller", "trainer", "jobset", "kube-apiserver"]
 KWOKCTL_STARTED = {"kube-apiserver"}
@@ -46,58 +46,58 @@ def _launch_from_proc(pid: int) -> dict[str, Any]:
 def _kill(name: str, pid: int, ports: list[int], group: bool) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL) if group else os.kill(pid, signal.SIGKILL)
-    cluster.wait_for(f"{name} (pid {pid}) gone", lambda: not cluster.pid_alive(pid), 30)
+    common.wait_for(f"{name} (pid {pid}) gone", lambda: not common.pid_alive(pid), 30)
     # its listening ports too: the new process binds the same ones (a run saw Kueue's health
     # port still taken when the old pid already read as gone)
-    cluster.wait_for(
-        f"{name}'s ports {ports} free", lambda: not any(cluster.tcp_open(p) for p in ports), 30
+    common.wait_for(
+        f"{name}'s ports {ports} free", lambda: not any(common.tcp_open(p) for p in ports), 30
     )
 
 
 def cmd_restart(args: argparse.Namespace) -> None:
-    state = cluster.load_state()
+    state = common.load_state()
     name: str = args.name
     if not state:
-        cluster.die("the local control plane is down")
+        common.die("the local control plane is down")
     ports = [port for key, port in state.get("ports", {}).items() if key.startswith(f"{name}/")]
     if name in KWOKCTL_STARTED:
         _restart_kwokctl_component(name, state, ports)
         return
     if name not in state.get("pids", {}):
-        cluster.die(f"{name} is not running under this cluster")
+        common.die(f"{name} is not running under this cluster")
     pid = int(state["pids"][name])
     _kill(name, pid, [6060] if name == "workflow-controller" else ports, group=True)
-    launch = json.loads((cluster.STATE / "pids" / f"{name}.json").read_text())
+    launch = json.loads((common.STATE / "pids" / f"{name}.json").read_text())
     url = health_url(name, state)
     for _ in range(3):  # a port may still be in the kernel's hands: start again if it exits
-        state["pids"][name] = cluster.start_process(
+        state["pids"][name] = common.start_process(
             name, launch["argv"], launch["env"], Path(launch["cwd"])
         )
-        cluster.save_state(state)
+        common.save_state(state)
         new = int(state["pids"][name])
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and cluster.pid_alive(new):
+        while time.monotonic() < deadline and common.pid_alive(new):
             with contextlib.suppress(OSError):
-                if cluster.http_ok(url):
+                if common.http_ok(url):
                     return
             time.sleep(0.5)
-        cluster.log(f"{name} (pid {new}) did not become healthy; starting it again")
-    cluster.die(f"{name} did not come back healthy after a restart")
+        common.log(f"{name} (pid {new}) did not become healthy; starting it again")
+    common.die(f"{name} did not come back healthy after a restart")
 
 
 def _restart_kwokctl_component(name: str, state: dict[str, Any], ports: list[int]) -> None:
-    pid_file = cluster.kwok_workdir() / "clusters" / cluster.CLUSTER_NAME / "pids" / f"{name}.pid"
+    pid_file = common.kwok_cluster_dir() / "pids" / f"{name}.pid"
     pid = int(pid_file.read_text().strip())
     launch = _launch_from_proc(pid)
     _kill(name, pid, ports, group=False)
     kubectl = Path(state["engines"]) / "bin" / "kubectl"
     for _ in range(3):
-        new = cluster.start_process(name, launch["argv"], launch["env"], Path(launch["cwd"]))
+        new = common.start_process(name, launch["argv"], launch["env"], Path(launch["cwd"]))
         pid_file.write_text(str(new))
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and cluster.pid_alive(new):
-            if cluster.apiserver_ready(kubectl):
+        while time.monotonic() < deadline and common.pid_alive(new):
+            if common.apiserver_ready(kubectl):
                 return
             time.sleep(0.5)
-        cluster.log(f"{name} (pid {new}) did not become ready; starting it again")
-    cluster.die(f"{name} did not come back ready after a restart")
+        common.log(f"{name} (pid {new}) did not become ready; starting it again")
+    common.die(f"{name} did not come back ready after a restart")

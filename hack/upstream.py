@@ -5,8 +5,8 @@ dynamic oracle (tests/e2e/test_upstream.py) and benchmarks/admission.py.
 Kubeflow Trainer's controller manager with their webhooks (namespaces labelled
 trainweave.test/upstream=true only). ``off``: all of that undone, Kueue back to its default
 integrations. trainweave's controller must not run while upstream is on (docs/upstream.md,
-docs/local-control-plane.md "The upstream phase"). Split out of cluster.py, whose processes,
-state and Kueue start it reuses.
+docs/local-control-plane.md "The upstream phase"). Its processes, state and
+certificates are hack/common.py's, its Kueue start hack/control_plane.py's.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-import cluster
+import common
+import control_plane
 import yaml
-from cluster import STATE, log, run
+from common import STATE, log, run
 from engine_config import (
     KUEUE_FRAMEWORKS,
     KUEUE_UPSTREAM_FRAMEWORKS,
@@ -53,11 +54,11 @@ def stop_controllers(kubectl_args: list[str], state: dict[str, Any]) -> None:
             )
         pid = state["pids"].pop(name, None)
         if pid:
-            cluster.stop_pid(int(pid), name)
+            common.stop_pid(int(pid), name)
         for key in ("webhook", "health"):
             state["ports"].pop(f"{name}/{key}", None)
-    cluster.stop_pid(int(state["pids"]["kueue"]), "kueue")
-    cluster.save_state(state)
+    common.stop_pid(int(state["pids"]["kueue"]), "kueue")
+    common.save_state(state)
 
 
 def start_controller(
@@ -66,13 +67,13 @@ def start_controller(
     """One upstream controller (its config file already written) waited for healthy; then its
     webhooks, pointed at its loopback port."""
     wport, hport, ca = kw["webhook_port"], kw["health_port"], kw["ca"]
-    state["pids"][name] = cluster.start_process(name, argv, env=kw.get("env"), cwd=STATE / name)
+    state["pids"][name] = common.start_process(name, argv, env=kw.get("env"), cwd=STATE / name)
     state["ports"].update({f"{name}/webhook": wport, f"{name}/health": hport})
-    cluster.save_state(state)
-    cluster.wait_for(
-        f"{name} health", lambda: cluster.http_ok(f"http://127.0.0.1:{hport}/readyz"), 120
+    common.save_state(state)
+    common.wait_for(
+        f"{name} health", lambda: common.http_ok(f"http://127.0.0.1:{hport}/readyz"), 120
     )
-    cluster.wait_for(f"{name} webhook TLS", lambda: cluster.tcp_open(wport), 60)
+    common.wait_for(f"{name} webhook TLS", lambda: common.tcp_open(wport), 60)
     hooks = STATE / name / "webhooks.yaml"
     hooks.write_text(yaml.safe_dump_all(url_webhooks(manifest, name, wport, ca)))
     run(*apply, "-f", hooks, capture=True)
@@ -85,10 +86,10 @@ def start_controllers(
     hooks = webhook_manifests(sources)
     cert_dir = STATE / "upstream-certs"
     serving = cert_dir / "k8s-webhook-server" / "serving-certs"
-    ca = cluster.make_certs(serving)
+    ca = common.make_certs(serving)
     for name in ("jobset", "trainer"):
         (STATE / name).mkdir(exist_ok=True)
-        wport, hport = cluster.free_port(), cluster.free_port()
+        wport, hport = common.free_port(), common.free_port()
         if name == "jobset":
             config = jobset_config(wport, hport, serving)
         else:
@@ -105,28 +106,28 @@ def start_controllers(
             health_port=hport,
             ca=ca,
             # controller-runtime's default webhook certDir is $TMPDIR/k8s-webhook-server/...
-            env={"TMPDIR": str(cert_dir), "KUBECONFIG": str(cluster.KUBECONFIG)},
+            env={"TMPDIR": str(cert_dir), "KUBECONFIG": str(common.KUBECONFIG)},
         )
 
 
 def cmd_upstream(args: argparse.Namespace) -> None:
     """``upstream on|off`` (module docstring); a no-op when already in that state."""
-    state = cluster.load_state()
+    state = common.load_state()
     if not state or not state.get("complete"):
-        cluster.die("the cluster is not up: `make cluster-up` first")
+        common.die("the cluster is not up: `make cluster-up` first")
     on = args.state == "on"
     if bool(state.get("upstream")) == on:
         log(f"upstream already {args.state}")
         return
     eng = Path(state["engines"])
     bin_dir = eng / "bin"
-    sources = cluster.read_env(eng / "sources.env")
-    kubectl_args, apply = cluster.kubectl_commands(bin_dir)
+    sources = common.read_env(eng / "sources.env")
+    kubectl_args, apply = common.kubectl_commands(bin_dir)
     stop_controllers(kubectl_args, state)
     frameworks = KUEUE_UPSTREAM_FRAMEWORKS if on else KUEUE_FRAMEWORKS
-    cluster.start_kueue(bin_dir, Path(sources["KUEUE_DIR"]), apply, state, frameworks)
+    control_plane.start_kueue(bin_dir, Path(sources["KUEUE_DIR"]), apply, state, frameworks)
     if on:
         start_controllers(bin_dir, sources, apply, state)
     state["upstream"] = on
-    cluster.save_state(state)
+    common.save_state(state)
     log(f"upstream {args.state}")

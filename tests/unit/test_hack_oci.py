@@ -1,11 +1,12 @@
-"""hack/images.py's OCI archive writer: a tiny image from a temp dir, read back as containerd
-reads it (index.json -> manifest -> config + layers), digests and names checked."""
+"""hack/oci.py's OCI archive writer: a tiny image from a temp dir, read back as containerd
+reads it (index.json -> manifest -> config + layers), digests and names checked; and
+hack/rootfs.py's trimming of the Debian base layer."""
 
 from __future__ import annotations
 
 import gzip
 import hashlib
-import importlib.util
+import importlib
 import json
 import sys
 import tarfile
@@ -15,19 +16,18 @@ from typing import Any
 
 import pytest
 
-HACK_IMAGES = Path(__file__).resolve().parents[2] / "hack" / "images.py"
+HACK = Path(__file__).resolve().parents[2] / "hack"
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("hack_images", HACK_IMAGES)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["hack_images"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+def _load(name: str) -> ModuleType:
+    """A hack/ module by name: the scripts import their siblings (hack/common.py) by name."""
+    if str(HACK) not in sys.path:
+        sys.path.append(str(HACK))
+    return importlib.import_module(name)
 
 
-images = _load()
+oci = _load("oci")
+rootfs = _load("rootfs")
 NAMES = ("example.local/tiny:1", "example.local/tiny:latest")
 
 
@@ -45,18 +45,18 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     (tree / "app" / "__pycache__" / "main.cpython-311.pyc").write_bytes(b"\0")
 
     def fill_tree(tar: tarfile.TarFile) -> None:
-        images.add_tree(tar, tree, "opt/x", keep=lambda n: "__pycache__" not in n)
+        oci.add_tree(tar, tree, "opt/x", keep=lambda n: "__pycache__" not in n)
 
     def fill_values(tar: tarfile.TarFile) -> None:
-        entries = [images.Entry("bin"), images.Entry("bin/hello", b"#!/bin/sh\necho hi\n", 0o755)]
-        images.add_entries(tar, entries)
+        entries = [oci.Entry("bin"), oci.Entry("bin/hello", b"#!/bin/sh\necho hi\n", 0o755)]
+        oci.add_entries(tar, entries)
 
     layers = [
-        images.pack_layer(tmp / "a.tar.gz", fill_tree),
-        images.pack_layer(tmp / "b.tar.gz", fill_values),
+        oci.pack_layer(tmp / "a.tar.gz", fill_tree),
+        oci.pack_layer(tmp / "b.tar.gz", fill_values),
     ]
     out = tmp / "image.tar"
-    images.write_oci_archive(out, layers, {"Entrypoint": ["/bin/hello"]}, NAMES)
+    oci.write_oci_archive(out, layers, {"Entrypoint": ["/bin/hello"]}, NAMES)
     with tarfile.open(out) as tar:
         return {m.name: _read(tar, m) for m in tar.getmembers() if m.isfile()}
 
@@ -87,11 +87,9 @@ def test_layout_file_and_every_blob_named_by_its_digest(archive: dict[str, bytes
 
 def test_index_names_the_image_for_containerd_and_oci(archive: dict[str, bytes]) -> None:
     index = json.loads(archive["index.json"])
-    assert index["mediaType"] == images.MT_INDEX
+    assert index["mediaType"] == oci.MT_INDEX
     annotations = [m["annotations"] for m in index["manifests"]]
-    assert annotations == [
-        {images.ANNOTATION_REF: n, images.ANNOTATION_CONTAINERD: n} for n in NAMES
-    ]
+    assert annotations == [{oci.ANNOTATION_REF: n, oci.ANNOTATION_CONTAINERD: n} for n in NAMES]
     assert {m["digest"] for m in index["manifests"]} == {index["manifests"][0]["digest"]}
     for m in index["manifests"]:
         assert m["platform"] == {"architecture": "amd64", "os": "linux"}
@@ -100,10 +98,10 @@ def test_index_names_the_image_for_containerd_and_oci(archive: dict[str, bytes])
 
 def test_manifest_sizes_and_config(archive: dict[str, bytes]) -> None:
     manifest, config = _manifest(archive)
-    assert manifest["mediaType"] == images.MT_MANIFEST
+    assert manifest["mediaType"] == oci.MT_MANIFEST
     assert manifest["config"]["size"] == len(_blob(archive, manifest["config"]["digest"]))
     for layer in manifest["layers"]:
-        assert layer["mediaType"] == images.MT_LAYER
+        assert layer["mediaType"] == oci.MT_LAYER
         assert layer["size"] == len(_blob(archive, layer["digest"]))
     assert config["config"] == {"Entrypoint": ["/bin/hello"]}
     assert (config["os"], config["architecture"]) == ("linux", "amd64")
@@ -146,10 +144,10 @@ def test_value_entries_are_root_owned_at_epoch(archive: dict[str, bytes]) -> Non
 
 def test_value_layers_are_reproducible(tmp_path: Path) -> None:
     def fill(tar: tarfile.TarFile) -> None:
-        images.add_entries(tar, [images.Entry("f", b"x")])
+        oci.add_entries(tar, [oci.Entry("f", b"x")])
 
-    first = images.pack_layer(tmp_path / "1.tar.gz", fill)
-    second = images.pack_layer(tmp_path / "2.tar.gz", fill)
+    first = oci.pack_layer(tmp_path / "1.tar.gz", fill)
+    second = oci.pack_layer(tmp_path / "2.tar.gz", fill)
     assert (first.digest, first.diff_id) == (second.digest, second.diff_id)
 
 
@@ -167,4 +165,4 @@ def test_value_layers_are_reproducible(tmp_path: Path) -> None:
     ],
 )
 def test_rootfs_trimming(name: str, kept: bool) -> None:
-    assert images.keep_in_rootfs(name) is kept
+    assert rootfs.keep_in_rootfs(name) is kept
