@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainweave.sshkeys import KeyPair
+from trainweave.trainer_status import ServerRef
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,9 @@ class Options:
     ``workloads.kueue.x-k8s.io`` for the exit handler). ``controller``: the trainweave controller
     runs the Workflow and judges every failed pod attempt itself, from pod conditions Argo
     cannot read (``adapters.argo.retry``: no retry expression, every job's policy in
-    ``trainweave.io/backoff-limits``; docs/controller.md).
+    ``trainweave.io/backoff-limits``; docs/controller.md). ``trainer_status``: the controller's
+    status server is on (``--trainer-status``): the trainer's pods get Trainer's TrainJobStatus
+    env, token and CA volume, and the CA ConfigMap is rendered (``adapters.trainjob_status``).
     """
 
     attempt: int = 0
@@ -62,6 +65,7 @@ class Options:
     exit_cleanup: bool = True
     service_account: str | None = None
     controller: bool = False
+    trainer_status: ServerRef | None = None
 
 
 DEFAULTS = Options()  # the render of a fresh TrainJob: attempt 0, with the exit handler

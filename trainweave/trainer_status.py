@@ -53,6 +53,15 @@ _RFC3339 = re.compile(
 )
 
 
+@dataclass(frozen=True)
+class ServerRef:
+    """Where the training pods reach the status server: its base URL (``https://host:port``)
+    and the PEM of the CA that signed its certificate."""
+
+    url: str
+    ca_pem: str
+
+
 def token_audience(namespace: str, name: str) -> str:
     """utils.go TokenAudience: the audience a TrainJob's status token must carry."""
     return f"{TOKEN_AUDIENCE_PREFIX}/v1alpha1/namespaces/{namespace}/trainjobs/{name}/status"

@@ -53,6 +53,7 @@ def add_commands(
     ctl.add_argument("--lease-name", default="trainweave-controller")
     ctl.add_argument("--identity", default=None, help="leader election identity (default host-pid)")
     ctl.add_argument("--log-level", default="INFO")
+    _trainjob_status_flags(ctl)
     ctl.set_defaults(handler=_controller)
 
     st = subparsers.add_parser(
@@ -110,7 +111,45 @@ def _controller(args: argparse.Namespace) -> int:
     if args.identity:
         fields["identity"] = args.identity
     configuration(args.kubeconfig)  # a missing kubeconfig is one line, before any thread starts
-    return controller.run(controller.Config(**fields), kubeconfig=args.kubeconfig)
+    renderer = None
+    if args.trainjob_status:
+        from trainweave.integrations.cluster import status_server
+
+        ref = status_server.start(
+            args.trainjob_status_bind,
+            args.trainjob_status_url,
+            args.trainjob_status_cert_dir,
+            args.kubeconfig,
+        )
+        renderer = status_server.renderer(ref, args.default_queue)
+    return controller.run(
+        controller.Config(**fields), kubeconfig=args.kubeconfig, renderer=renderer
+    )
+
+
+def _trainjob_status_flags(ctl: argparse.ArgumentParser) -> None:
+    """Trainer's TrainJobStatus feature (alpha, off by default upstream too): the status server."""
+    from trainweave.integrations.cluster import status_server as ss
+
+    ctl.add_argument(
+        "--trainjob-status",
+        action="store_true",
+        help="serve Kubeflow Trainer's TrainJob status endpoint (its TrainJobStatus feature"
+        " gate): trainer pods get KUBEFLOW_TRAINER_SERVER_* and may write status.trainerStatus",
+    )
+    ctl.add_argument(
+        "--trainjob-status-bind", default=ss.DEFAULT_BIND, help="HTTPS address (default :10443)"
+    )
+    ctl.add_argument(
+        "--trainjob-status-url",
+        default=ss.DEFAULT_URL,
+        help="the server's URL as the pods reach it (default: the trainweave-controller Service)",
+    )
+    ctl.add_argument(
+        "--trainjob-status-cert-dir",
+        default=None,
+        help="tls.crt, tls.key and ca.crt (a mounted Secret); default: a CA made at start",
+    )
 
 
 def configuration(kubeconfig: str | None) -> Any:
