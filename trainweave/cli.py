@@ -187,8 +187,8 @@ def _render(args: argparse.Namespace) -> int:
         exit_cleanup=not (args.no_exit_cleanup or args.controller),
         service_account=args.service_account,
         controller=args.controller,
-        ssh_keys=sshkeys.generate(),  # as the controller: used only by an MPI runtime's Secret
     )
+    options = render.with_ssh_keys(options, inputs.runtime, sshkeys.generate)  # as the controller
     try:
         manifests = render.render(inputs.trainjob, inputs.runtime, options)
     except InputErrors as exc:

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from trainweave.labels import Ancestor, StepRole
+from trainweave.sshkeys import KeyPair
 
 JsonDict = dict[str, Any]
 
@@ -127,6 +128,24 @@ class HeadlessService:
     publish_not_ready_addresses: bool = True
 
 
+class PolicyPart(Protocol):
+    """The per-mlPolicy part of a Pipeline: what one policy decided at translation, and its
+    Build half (Trainer's ``ComponentBuilderPlugin``): the objects beside the pods.
+
+    Each policy module in ``adapters.trainjob.policies`` defines its own frozen part (MPI's:
+    hostfile slots, launcher as a node); docs/extending.md says how to add one.
+    """
+
+    def objects(self, pipeline: Pipeline) -> list[JsonDict]:
+        """Objects beside the pods that every render lists after the runtime snapshot."""
+        ...
+
+    def secrets(self, pipeline: Pipeline, keys: KeyPair | None) -> list[JsonDict]:
+        """Secrets made from the edge's key pair, listed last; ValueError when the part
+        needs keys and none are given."""
+        ...
+
+
 @dataclass(frozen=True)
 class Pipeline:
     """A TrainJob, translated: steps in topological order, plus shared objects."""
@@ -144,7 +163,7 @@ class Pipeline:
     active_deadline_seconds: int | None = None
     max_restarts: int = 0
     suspend: bool = False
-    mpi_slots: int = 0
+    policy: PolicyPart | None = None
     ttl_seconds_after_finished: int | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
 

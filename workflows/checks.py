@@ -27,7 +27,8 @@ from typing import Any
 
 from trainweave import inputs, k8s_schema, pod_rules
 from trainweave.adapters import names
-from trainweave.adapters.trainjob import jobspec, mlpolicy, validate
+from trainweave.adapters.trainjob import jobspec, validate
+from trainweave.adapters.trainjob.policies import torch as torch_policy
 from trainweave.adapters.trainjob.policies.base import reserved_env_errors
 from trainweave.errors import InputError, InputErrors
 from trainweave.labels import Ancestor, Reason
@@ -114,7 +115,7 @@ def container_errors(
         return [_renamed(e, where) for e in exc.errors]
     errors: list[InputError] = []
     if torch:
-        errors += reserved_env_errors(trainjob, mlpolicy.TORCH_RESERVED, "the torch plugin")
+        errors += reserved_env_errors(trainjob, torch_policy.RESERVED, "the torch plugin")
     if nodes is not None:
         job = Job("node", Ancestor.TRAINER, 1, nodes, {}, RetryPolicy(0))
         errors += validate.size_errors([job])

@@ -50,8 +50,10 @@ from hera.workflows import models as m
 from trainweave.adapters import names
 from trainweave.adapters.argo import objects
 from trainweave.adapters.argo import workflow as argo
-from trainweave.adapters.trainjob import mlpolicy, wirelists
+from trainweave.adapters.trainjob import wirelists
 from trainweave.adapters.trainjob.jobspec import DEFAULT_BACKOFF_LIMIT
+from trainweave.adapters.trainjob.policies import shared
+from trainweave.adapters.trainjob.policies import torch as torch_policy
 from trainweave.errors import InputError
 from trainweave.labels import Ancestor, StepRole
 from trainweave.model import HeadlessService, Job, Pipeline, RetryPolicy, Step
@@ -102,7 +104,7 @@ class GangStep:
         container = copy.deepcopy(self.container)
         if self.torch:
             subdomain = self._subdomain(workflow)
-            pet, master = mlpolicy.torch_env(
+            pet, master = torch_policy.torch_env(
                 workflow,
                 self.pods,
                 self.nproc_per_node,
@@ -112,7 +114,7 @@ class GangStep:
             master[0]["value"] = f"{names.pod_hostname(workflow, self.name, 0, 0)}.{subdomain}"
             wirelists.upsert_env(container, pet + master)
             wirelists.upsert_by_name(
-                container.setdefault("ports", []), [{"containerPort": mlpolicy.TORCH_PORT}]
+                container.setdefault("ports", []), [{"containerPort": shared.TRAINER_PORT}]
             )
         spec = {**copy.deepcopy(self.pod_spec), "containers": [container]}
         return Job(

@@ -5,16 +5,13 @@ JobSet builder and ML plugins do (``plugins/jobset/builder.go``,
 ``plugins/torch``, ``plugins/mpi``): initializer ``storageUri`` -> ``STORAGE_URI``,
 env and ``secretRef`` on the same-named container; trainer image, command, args,
 env, resourcesPerNode on the ``node`` container; ``numNodes`` as the trainer
-job's pod count; PET_* / OpenMPI env; JobSet network, successPolicy,
-failurePolicy and volumeClaimPolicies. Steps come from ``adapters.trainjob.graph``; Job
+job's pod count; the mlPolicy's validation, env, volumes and pod counts through its module's
+``Policy`` (``adapters.trainjob.policies``: the registry; nothing here knows a policy by name),
+and its ``PolicyPart`` on the Pipeline; JobSet network, successPolicy, failurePolicy and
+volumeClaimPolicies. Steps come from ``adapters.trainjob.graph``; Job
 semantics from ``adapters.trainjob.jobspec``.
 
-Queue of a step, first found: the TrainJob annotation
-``queue.trainweave.io/<replicatedJob>``; the ``kueue.x-k8s.io/queue-name`` label on its
-replicatedJob template (``template.metadata.labels``, runtimePatches included); the same
-label on the TrainJob (what the Kubeflow SDK's ``Labels`` option and Kueue's TrainJob
-integration use); ``default_queue``; else an error. ``kueue.x-k8s.io/priority-class``
-likewise: the job template's label, else the TrainJob's.
+The queue and priority class of each step: ``adapters.trainjob.step_queue``.
 """
 
 from __future__ import annotations
@@ -29,30 +26,30 @@ from trainweave.adapters.trainjob import (
     patches,
     pod_check,
     policies,
+    step_queue,
     validate,
     wirelists,
 )
 from trainweave.adapters.trainjob.policies import Context
 from trainweave.errors import InputError, InputErrors
 from trainweave.inputs import ReplicatedJob, Runtime, RuntimeSpec, TrainJob
-from trainweave.labels import (
-    KUEUE_PRIORITY_CLASS,
-    KUEUE_QUEUE_NAME,
-    TRAINJOB_ANCESTOR,
-    Ancestor,
-    Reason,
-)
+from trainweave.labels import TRAINJOB_ANCESTOR, Ancestor, Reason
 from trainweave.model import HeadlessService, Job, Pipeline, Step
 
 Json = dict[str, Any]
-QUEUE_ANNOTATION_PREFIX = "queue.trainweave.io/"
 _RJ = "spec.template.spec.replicatedJobs"
 
 
 def to_pipeline(
-    trainjob: TrainJob, runtime: Runtime, *, attempt: int = 0, default_queue: str | None = None
+    trainjob: TrainJob,
+    runtime: Runtime,
+    *,
+    attempt: int = 0,
+    default_queue: str | None = None,
+    registry: policies.Registry = policies.REGISTRY,
 ) -> Pipeline:
-    """The Pipeline of ``trainjob`` run on ``runtime``; raises InputErrors."""
+    """The Pipeline of ``trainjob`` run on ``runtime``; raises InputErrors. ``registry``: the
+    mlPolicy modules (a test may pass one with a policy of its own)."""
     ref = trainjob.spec.runtime_ref
     if (ref.kind, ref.name) != (runtime.kind, runtime.metadata.name):
         raise InputErrors(
@@ -67,10 +64,10 @@ def to_pipeline(
     if ref.api_group != "trainer.kubeflow.org":
         raise InputErrors([InputError("spec.runtimeRef.apiGroup", "must be trainer.kubeflow.org")])
     spec = runtime.spec
-    policy = policies.of(spec)
+    policy = registry.of(spec)
     ctx = Context(trainjob, spec)
     errors = validate.jobset_errors(spec) + validate.runtime_errors(spec)
-    errors += policies.unsupported_errors(spec)
+    errors += registry.unsupported_errors(spec)
     errors += policy.validate(ctx) if not errors else []
     raw_jobs = [
         rj.model_dump(by_alias=True, exclude_none=True) for rj in spec.template.spec.replicated_jobs
@@ -99,12 +96,9 @@ def to_pipeline(
     steps = []
     for shape in shapes:
         step_jobs = tuple(jobs[i] for i in shape.jobs)
-        tj_labels = trainjob.metadata.labels
-        queue, queue_errors = _queue(trainjob, raw_jobs, shape.jobs, default_queue)
+        queue, queue_errors = step_queue.queue(trainjob, raw_jobs, shape.jobs, default_queue)
         errors += queue_errors
-        priority = _label(raw_jobs[shape.jobs[0]], KUEUE_PRIORITY_CLASS) or tj_labels.get(
-            KUEUE_PRIORITY_CLASS
-        )
+        priority = step_queue.priority_class(trainjob, raw_jobs[shape.jobs[0]])
         steps.append(Step(shape.name, shape.role, step_jobs, queue, shape.depends_on, priority))
     steps = _with_daemons(steps, spec)
     index = {rj.name: i for i, rj in enumerate(rjobs)}
@@ -145,7 +139,7 @@ def to_pipeline(
         active_deadline_seconds=trainjob.spec.active_deadline_seconds,
         max_restarts=failure.max_restarts if failure else 0,
         suspend=trainjob.spec.suspend,
-        mpi_slots=ctx.mpi_slots,
+        policy=policy.part(ctx),
         ttl_seconds_after_finished=spec.template.spec.ttl_seconds_after_finished,
     )
 
@@ -188,15 +182,13 @@ def _job(
     replicas = rjob.replicas
     if ancestor is not None:
         replicas = 1
-    if ancestor is Ancestor.TRAINER or (
-        ctx.spec.ml_policy and ctx.spec.ml_policy.mpi and rjob.name == "node"
-    ):
+    if ancestor is Ancestor.TRAINER or policy.sized_by_nodes(ctx, rjob.name):
         pods, count_errors = ctx.num_nodes, []
     _apply_trainjob(ctx, policy, rjob.name, ancestor, pod_spec)
-    mpi_pods = policy.enforce(ctx, rjob.name, ancestor, pod_spec)
-    _apply_trainer_env(ctx, rjob.name, ancestor, pod_spec)
-    if mpi_pods is not None:
-        pods = mpi_pods
+    policy_pods = policy.enforce(ctx, rjob.name, ancestor, pod_spec)
+    _apply_trainer_env(ctx, policy, rjob.name, ancestor, pod_spec)
+    if policy_pods is not None:
+        pods = policy_pods
     _add_claim_volumes(ctx, pod_spec)
     _quantities_as_strings(pod_spec)
     retry, retry_errors = jobspec.retry_policy(
@@ -290,12 +282,10 @@ def _apply_trainjob(
             container["command"] = list(trainer.command)
         if trainer.args:
             container["args"] = list(trainer.args)
-    mpi = ctx.spec.ml_policy.mpi if ctx.spec.ml_policy else None
-    launcher_as_node = mpi is not None and mpi.run_launcher_as_node and name == "node"
-    if (ancestor is Ancestor.TRAINER or launcher_as_node) and tj.trainer:
+    if (ancestor is Ancestor.TRAINER or policy.takes_trainer(ctx, name)) and tj.trainer:
         # trainingruntime.go newRuntimeInfo: resourcesPerNode merges into the node container's
-        # resources (a strategic merge: per-resource keys replaced, others kept); on the MPI
-        # `node` job too when the launcher runs as a node.
+        # resources (a strategic merge: per-resource keys replaced, others kept); on the job
+        # the policy names too (MPI's `node` when the launcher runs as a node).
         if tj.trainer.resources_per_node is not None:
             container["resources"] = merge_resources(
                 container.get("resources") or {}, tj.trainer.resources_per_node
@@ -304,13 +294,14 @@ def _apply_trainjob(
             wirelists.upsert_env(container, tj.trainer.env)
 
 
-def _apply_trainer_env(ctx: Context, name: str, ancestor: Ancestor | None, pod_spec: Json) -> None:
+def _apply_trainer_env(
+    ctx: Context, policy: policies.Policy, name: str, ancestor: Ancestor | None, pod_spec: Json
+) -> None:
     """builder.go Trainer(): the TrainJob's env upserted last, after the mlPolicy's env."""
     tj = ctx.trainjob.spec.trainer
-    mpi = ctx.spec.ml_policy.mpi if ctx.spec.ml_policy else None
-    launcher_as_node = mpi is not None and mpi.run_launcher_as_node and name == "node"
     container = validate.container(pod_spec, "node")
-    if tj and container is not None and (ancestor is Ancestor.TRAINER or launcher_as_node):
+    trainer_job = ancestor is Ancestor.TRAINER or policy.takes_trainer(ctx, name)
+    if tj and container is not None and trainer_job:
         wirelists.upsert_env(container, tj.env)
 
 
@@ -326,58 +317,8 @@ def merge_resources(base: Json, override: Json) -> Json:
 
 
 def _ancestor(raw: Json) -> Ancestor | None:
-    value = _label(raw, TRAINJOB_ANCESTOR)
+    value = step_queue.label(raw, TRAINJOB_ANCESTOR)
     return Ancestor(value) if value in {a.value for a in Ancestor} else None
-
-
-def _label(raw: Json, key: str) -> str | None:
-    labels = ((raw.get("template") or {}).get("metadata") or {}).get("labels") or {}
-    value = labels.get(key)
-    return str(value) if value is not None else None
-
-
-def _queue(
-    trainjob: TrainJob, raw_jobs: list[Json], idxs: tuple[int, ...], default_queue: str | None
-) -> tuple[str, list[InputError]]:
-    tj_queue = trainjob.metadata.labels.get(KUEUE_QUEUE_NAME)
-    default = tj_queue or default_queue
-    found: dict[str, str] = {}
-    for i in idxs:
-        name = raw_jobs[i]["name"]
-        key = QUEUE_ANNOTATION_PREFIX + name
-        queue = trainjob.metadata.annotations.get(key) or _label(raw_jobs[i], KUEUE_QUEUE_NAME)
-        if queue and (problem := names.queue_error(queue)):  # the label's path, else ours
-            label = f"{_RJ}[{i}].template.metadata.labels.{KUEUE_QUEUE_NAME}"
-            if trainjob.metadata.annotations.get(key):
-                return "", [InputError(f"metadata.annotations.{key}", problem)]
-            return "", [InputError(label, problem, reason=Reason.INVALID_RUNTIME)]
-        if queue:
-            found[name] = queue
-    if len(set(found.values())) > 1:
-        return "", [
-            InputError(
-                f"{_RJ}[{idxs[0]}].template.metadata.labels",
-                f"jobs of one step name different queues: {found}",
-                reason=Reason.INVALID_RUNTIME,
-            )
-        ]
-    if found:
-        return next(iter(found.values())), []
-    if default and (problem := names.queue_error(default)):
-        where = f"metadata.labels.{KUEUE_QUEUE_NAME}" if tj_queue else "default queue"
-        return "", [InputError(where, problem)]
-    if default:
-        return default, []
-    name = raw_jobs[idxs[0]]["name"]
-    return "", [
-        InputError(
-            f"{_RJ}[{idxs[0]}].template.metadata.labels",
-            f"step {name!r} has no queue: set label {KUEUE_QUEUE_NAME} there or on the"
-            f" TrainJob, annotation {QUEUE_ANNOTATION_PREFIX}{name} on the TrainJob, or a"
-            " default queue",
-            reason=Reason.INVALID_RUNTIME,
-        )
-    ]
 
 
 def _with_daemons(steps: list[Step], spec: RuntimeSpec) -> list[Step]:

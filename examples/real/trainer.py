@@ -1,7 +1,7 @@
 """Trainer: data-parallel linear regression with a real TCP rendezvous and all-reduce.
 
 A torchrun-compatible entry: reads the env Trainer's torch plugin (and trainweave's
-``adapters/trainjob/mlpolicy.py``) sets, PET_NNODES, PET_NODE_RANK, PET_NPROC_PER_NODE, PET_MASTER_ADDR
+``adapters/trainjob/policies/torch.py``) sets, PET_NNODES, PET_NODE_RANK, PET_NPROC_PER_NODE, PET_MASTER_ADDR
 and PET_MASTER_PORT; with PET_NPROC_PER_NODE > 1 it starts that many local workers as torchrun
 does (LOCAL_RANK, RANK, WORLD_SIZE). Global rank 0 listens on PET_MASTER_PORT; every other rank
 connects to PET_MASTER_ADDR, retrying the DNS lookup and the connect (the headless Service

@@ -48,7 +48,8 @@ def adapters_renderer(default_queue: str | None = None) -> Renderer:
         kind = runtime.get("kind")  # the source named in messages: a kind, never a long text
         source = kind if kind in ("TrainingRuntime", "ClusterTrainingRuntime") else "runtime"
         rt = inputs.parse_runtime(_input(runtime), source)
-        return render.render(tj, rt, dataclasses.replace(options, default_queue=default_queue))
+        options = dataclasses.replace(options, default_queue=default_queue)
+        return render.render(tj, rt, render.with_ssh_keys(options, rt, sshkeys.generate))
 
     return run
 
@@ -121,7 +122,6 @@ class Executor:
             owner=render.Owner(
                 str(trainjob["apiVersion"]), str(trainjob["kind"]), meta["name"], meta["uid"]
             ),
-            ssh_keys=sshkeys.generate(),
             exit_cleanup=False,
             controller=True,
         )

@@ -68,7 +68,8 @@ import pytest
 
 from tests.builders import RuntimeBuilder, make_runtime, make_trainjob
 from tests.unit.policies_upstream import CTR, Err, check_errors, context
-from trainweave.adapters.trainjob import mlpolicy, policies, validate
+from trainweave.adapters.trainjob import policies, validate
+from trainweave.adapters.trainjob.policies import mpi as mpi_policy
 from trainweave.adapters.trainjob.policies.jax import Jax
 from trainweave.adapters.trainjob.policies.mpi import MPI
 from trainweave.adapters.trainjob.policies.plain import Plain
@@ -594,8 +595,9 @@ def test_mpi_enforce_without_containers(
         "launcher": {"containers": [], "volumes": [SSH_VOLUME, HOSTFILE_VOLUME]},
         "node": {"containers": [], "volumes": [SSH_VOLUME]},
     }
-    assert got.ctx.mpi_slots == want_slots
-    assert mlpolicy.hostfile(endpoints, got.ctx.mpi_slots) == want_hostfile
+    part = MPI().part(got.ctx)
+    assert part is not None and part.slots == want_slots
+    assert mpi_policy.hostfile(endpoints, part.slots) == want_hostfile
 
 
 def test_mpi_run_launcher_as_node() -> None:
@@ -627,7 +629,9 @@ def test_mpi_run_launcher_as_node() -> None:
             "volumeMounts": [{"name": "mpi-ssh-auth", "mountPath": "/root/.ssh"}],
         }
     ]
-    hostfile = mlpolicy.hostfile([LAUNCHER_EP, "trainJob-node-1-0.trainJob"], got.ctx.mpi_slots)
+    part = MPI().part(got.ctx)
+    assert part is not None and part.launcher_as_node
+    hostfile = mpi_policy.hostfile([LAUNCHER_EP, "trainJob-node-1-0.trainJob"], part.slots)
     assert hostfile == f"{LAUNCHER_EP} slots=1\ntrainJob-node-1-0.trainJob slots=1\n"
 
 
@@ -644,7 +648,9 @@ def test_mpi_launcher_only(case: int) -> None:
     got = Enforced(make_trainjob(name="trainJob"), rt)
     assert got.counts == {"launcher": 1}
     assert got.pods == {"launcher": {"containers": [], "volumes": [SSH_VOLUME, HOSTFILE_VOLUME]}}
-    assert mlpolicy.hostfile([LAUNCHER_EP], got.ctx.mpi_slots) == f"{LAUNCHER_EP} slots=1\n"
+    part = MPI().part(got.ctx)
+    assert part is not None
+    assert mpi_policy.hostfile([LAUNCHER_EP], part.slots) == f"{LAUNCHER_EP} slots=1\n"
 
 
 def _parallel(job: Json, n: int) -> Json:

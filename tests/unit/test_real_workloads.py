@@ -130,7 +130,7 @@ def free_port() -> int:
 
 
 def torch_env(base: dict[str, str], node_rank: int, port: int, nnodes: int = 2) -> dict[str, str]:
-    """The PET_* env adapters/trainjob/mlpolicy.py gives node pods, on loopback."""
+    """The PET_* env adapters/trainjob/policies/torch.py gives node pods, on loopback."""
     return {
         **base,
         "PET_NNODES": str(nnodes),

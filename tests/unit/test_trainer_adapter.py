@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from tests.builders import make_runtime, make_trainjob
+from trainweave.adapters.trainjob.policies.mpi import MpiPart
 from trainweave.adapters.trainjob.trainer import to_pipeline
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.labels import StepRole
@@ -90,7 +91,7 @@ def test_mpi_ready_edge_joins_one_gang_with_daemon_nodes() -> None:
         ("node", 2, True),
         ("launcher", 1, False),
     ]
-    assert step.pods == 3 and p.mpi_slots == 4
+    assert step.pods == 3 and isinstance(p.policy, MpiPart) and p.policy.slots == 4
     launcher = step.jobs[1].main_container
     assert env_of(launcher)["OMPI_MCA_orte_default_hostfile"] == "/etc/mpi/hostfile"
     assert {"name": "mpi-hostfile", "mountPath": "/etc/mpi"} in launcher["volumeMounts"]

@@ -1,11 +1,18 @@
 """One module per Trainer mlPolicy, chosen through one registry.
 
-Pure. ``of(spec)`` gives the policy a runtime's ``mlPolicy`` names (torch, mpi, jax,
-xgboost), or ``Plain`` for none; ``flux`` is rejected by name (it runs Flux's own broker in
-every pod, which trainweave does not translate).
+Pure. ``REGISTRY`` maps each ``spec.mlPolicy`` field trainweave translates (torch, mpi, jax,
+xgboost) to its module's ``Policy``; ``REGISTRY.of(spec)`` gives the runtime's, or ``Plain``
+for none. ``flux`` is refused by name (it runs Flux's own broker in every pod, which
+trainweave does not translate). Nothing outside this package knows a policy by name: the
+translation (``adapters.trainjob.trainer``) calls ``Policy``'s methods and the render calls
+the Pipeline's ``PolicyPart``. docs/extending.md lists the files a new policy touches.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from trainweave.adapters.trainjob.policies.base import Context, Policy
 from trainweave.adapters.trainjob.policies.jax import Jax
@@ -17,28 +24,57 @@ from trainweave.errors import InputError
 from trainweave.inputs import RuntimeSpec
 from trainweave.labels import Reason
 
-REGISTRY: dict[str, Policy] = {"torch": Torch(), "mpi": MPI(), "jax": Jax(), "xgboost": XGBoost()}
-UNSUPPORTED = {"flux": "Flux's broker bootstrap is not translated; torch, mpi, jax and xgboost are"}
+__all__ = ["REGISTRY", "Context", "Policy", "Registry", "of", "unsupported_errors"]
 
-__all__ = ["Context", "Policy", "of", "unsupported_errors"]
+
+@dataclass(frozen=True)
+class Registry:
+    """``spec.mlPolicy`` field (snake_case, as ``inputs.MLPolicy`` names it) -> its Policy, in
+    the order ``of`` tries them; fields refused by name, with why."""
+
+    policies: Mapping[str, Policy]
+    unsupported: Mapping[str, str] = field(default_factory=dict)
+
+    def of(self, spec: RuntimeSpec) -> Policy:
+        """The policy of the runtime's mlPolicy (the first set, in registry order), else Plain."""
+        ml = spec.ml_policy
+        for key, impl in self.policies.items():
+            if ml is not None and getattr(ml, key) is not None:
+                return impl
+        return Plain()
+
+    def unsupported_errors(self, spec: RuntimeSpec) -> list[InputError]:
+        """``spec.mlPolicy.<key>``: a policy trainweave does not translate."""
+        ml = spec.ml_policy
+        return [
+            InputError(
+                f"spec.mlPolicy.{key}", f"is not supported: {why}", reason=Reason.UNSUPPORTED_FIELD
+            )
+            for key, why in self.unsupported.items()
+            if ml is not None and getattr(ml, key) is not None
+        ]
+
+    def with_policy(self, key: str, policy: Policy) -> Registry:
+        """A copy with ``policy`` for ``spec.mlPolicy.<key>`` (no longer refused)."""
+        return Registry(
+            MappingProxyType({**self.policies, key: policy}),
+            MappingProxyType({k: v for k, v in self.unsupported.items() if k != key}),
+        )
+
+
+REGISTRY = Registry(
+    MappingProxyType({"torch": Torch(), "mpi": MPI(), "jax": Jax(), "xgboost": XGBoost()}),
+    MappingProxyType(
+        {"flux": "Flux's broker bootstrap is not translated; torch, mpi, jax and xgboost are"}
+    ),
+)
 
 
 def of(spec: RuntimeSpec) -> Policy:
-    """The policy of the runtime's mlPolicy (the first set, in REGISTRY order), else Plain."""
-    policy = spec.ml_policy
-    for key, impl in REGISTRY.items():
-        if policy is not None and getattr(policy, key) is not None:
-            return impl
-    return Plain()
+    """``REGISTRY.of``."""
+    return REGISTRY.of(spec)
 
 
 def unsupported_errors(spec: RuntimeSpec) -> list[InputError]:
-    """``spec.mlPolicy.<key>``: a policy trainweave does not translate."""
-    policy = spec.ml_policy
-    return [
-        InputError(
-            f"spec.mlPolicy.{key}", f"is not supported: {why}", reason=Reason.UNSUPPORTED_FIELD
-        )
-        for key, why in UNSUPPORTED.items()
-        if policy is not None and getattr(policy, key) is not None
-    ]
+    """``REGISTRY.unsupported_errors``."""
+    return REGISTRY.unsupported_errors(spec)

@@ -1,62 +1,106 @@
-"""What an mlPolicy module sees and the two calls it answers (Trainer's plugin pair).
+"""What an mlPolicy module sees and the calls it answers (Trainer's plugin set).
 
 Pure. Mirrors kubeflow/trainer@v2.3.0 ``pkg/runtime/framework/interface.go``: a
-``CustomValidationPlugin`` (``validate``: the TrainJob's errors, on upstream's field paths)
-and an ``EnforceMLPolicyPlugin`` (``enforce``: env, ports, volumes and pod counts on one
-replicatedJob's pod spec).
+``CustomValidationPlugin`` (``validate``: the TrainJob's errors, on upstream's field paths),
+an ``EnforceMLPolicyPlugin`` (``enforce``: env, ports, volumes and pod counts on one
+replicatedJob's pod spec) and a ``ComponentBuilderPlugin`` (``part``: what the Pipeline keeps
+of the policy, whose ``objects``/``secrets`` are the objects beside the pods). ``Context`` is
+frozen: enforcing writes pod specs, never the context.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar
 
 from trainweave.adapters import names
-from trainweave.adapters.trainjob import mlpolicy, validate, wirelists
+from trainweave.adapters.trainjob import validate, wirelists
+from trainweave.adapters.trainjob.policies.shared import TRAINER_PORT
 from trainweave.errors import InputError
 from trainweave.inputs import RuntimeSpec, TrainJob
 from trainweave.labels import TRAINJOB_ANCESTOR, Ancestor
+from trainweave.model import PolicyPart
 
 Json = dict[str, Any]
 
 
+@dataclass(frozen=True)
 class Context:
-    """What every job needs to know about the TrainJob and runtime."""
+    """What every job needs to know about the TrainJob and runtime (read-only)."""
 
-    def __init__(self, trainjob: TrainJob, spec: RuntimeSpec) -> None:
-        self.trainjob = trainjob
-        self.name = trainjob.metadata.name
-        self.spec = spec
-        net = spec.template.spec.network
-        self.subdomain = (net.subdomain if net and net.subdomain else None) or self.name
-        policy = spec.ml_policy
-        tj_trainer = trainjob.spec.trainer
-        self.num_nodes = (
-            tj_trainer.num_nodes if tj_trainer and tj_trainer.num_nodes else None
-        ) or (policy.num_nodes if policy else 1)
-        self.nproc = tj_trainer.num_proc_per_node if tj_trainer else None
-        self.mpi_slots = 0
-        self.resources: Json = trainer_resources(trainjob, spec)
+    trainjob: TrainJob
+    spec: RuntimeSpec
+
+    @cached_property
+    def name(self) -> str:
+        """The TrainJob's name."""
+        return self.trainjob.metadata.name
+
+    @cached_property
+    def subdomain(self) -> str:
+        """The runtime's network subdomain, else the TrainJob's name."""
+        net = self.spec.template.spec.network
+        return (net.subdomain if net and net.subdomain else None) or self.name
+
+    @cached_property
+    def num_nodes(self) -> int:
+        """TrainJob ``numNodes``, else the runtime's ``mlPolicy.numNodes``, else 1."""
+        tj = self.trainjob.spec.trainer
+        policy = self.spec.ml_policy
+        return (tj.num_nodes if tj and tj.num_nodes else None) or (
+            policy.num_nodes if policy else 1
+        )
+
+    @cached_property
+    def nproc(self) -> int | None:
+        """TrainJob ``numProcPerNode``, if set."""
+        tj = self.trainjob.spec.trainer
+        return tj.num_proc_per_node if tj else None
+
+    @cached_property
+    def resources(self) -> Json:
+        """Per-node resources (``trainer_resources``)."""
+        return trainer_resources(self.trainjob, self.spec)
 
 
-class Policy(Protocol):
-    """One mlPolicy: its validation and its enforcement.
+class Policy:
+    """One mlPolicy. A policy module subclasses it and overrides what its policy does; the
+    defaults are PlainML's (nothing to validate, set or build).
 
     ``trainer_env_first``: the TrainJob's trainer env goes on the node container before the
     policy's own env (torch.go does it; so does plainml.go, which also runs for xgboost);
-    otherwise only the JobSet builder adds it, after.
+    otherwise only the JobSet builder adds it, after. ``needs_ssh_keys``: the policy's part
+    builds a Secret from the edge's key pair (``adapters.render.with_ssh_keys``).
     """
 
-    trainer_env_first: bool
+    trainer_env_first: ClassVar[bool] = False
+    needs_ssh_keys: ClassVar[bool] = False
 
     def validate(self, ctx: Context) -> list[InputError]:
         """The TrainJob's errors under this policy (Trainer's ``Validate``)."""
-        ...
+        return []
 
     def enforce(
         self, ctx: Context, job: str, ancestor: Ancestor | None, pod_spec: Json
     ) -> int | None:
         """Apply the policy to one job's pod spec; the job's pod count where it sets one."""
-        ...
+        return None
+
+    def sized_by_nodes(self, ctx: Context, job: str) -> bool:
+        """Besides the trainer ancestor, ``job``'s pod count is numNodes (its own count
+        errors dropped)."""
+        return False
+
+    def takes_trainer(self, ctx: Context, job: str) -> bool:
+        """Besides the trainer ancestor, ``job``'s node container takes the TrainJob's
+        ``resourcesPerNode`` and env."""
+        return False
+
+    def part(self, ctx: Context) -> PolicyPart | None:
+        """What the Pipeline keeps of the policy (``Pipeline.policy``), whose Build half
+        makes the objects beside the pods; None when it builds none."""
+        return None
 
 
 def trainer_node(ctx: Context, ancestor: Ancestor | None, pod_spec: Json) -> Json | None:
@@ -75,7 +119,7 @@ def rank0(ctx: Context) -> str:
 
 def open_port(node: Json) -> None:
     """containerPort 29500 on the node container (upstream's ContainerTrainerPort)."""
-    wirelists.upsert_by_name(node.setdefault("ports", []), [{"containerPort": mlpolicy.TORCH_PORT}])
+    wirelists.upsert_by_name(node.setdefault("ports", []), [{"containerPort": TRAINER_PORT}])
 
 
 def trainer_pod(spec: RuntimeSpec) -> Json | None:

@@ -9,19 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainweave.adapters.trainjob import mlpolicy, wirelists
-from trainweave.adapters.trainjob.policies.base import Context, open_port, rank0, trainer_node
-from trainweave.errors import InputError
+from trainweave.adapters.trainjob import wirelists
+from trainweave.adapters.trainjob.policies.base import (
+    Context,
+    Policy,
+    open_port,
+    rank0,
+    trainer_node,
+)
+from trainweave.adapters.trainjob.policies.shared import TRAINER_PORT, completion_index
 from trainweave.labels import Ancestor
 
 
-class Jax:
+class Jax(Policy):
     """mlPolicy.jax."""
-
-    trainer_env_first = False
-
-    def validate(self, ctx: Context) -> list[InputError]:
-        return []
 
     def enforce(
         self, ctx: Context, job: str, ancestor: Ancestor | None, pod_spec: dict[str, Any]
@@ -33,10 +34,10 @@ class Jax:
             node,
             [
                 {"name": "JAX_NUM_PROCESSES", "value": str(ctx.num_nodes)},
-                {"name": "JAX_PROCESS_ID", "valueFrom": mlpolicy.completion_index()},
+                {"name": "JAX_PROCESS_ID", "valueFrom": completion_index()},
                 {
                     "name": "JAX_COORDINATOR_ADDRESS",
-                    "value": f"{rank0(ctx)}:{mlpolicy.TORCH_PORT}",
+                    "value": f"{rank0(ctx)}:{TRAINER_PORT}",
                 },
             ],
         )

@@ -6,22 +6,12 @@ count, which ``adapters.trainjob.trainer`` does for every policy.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import ClassVar
 
-from trainweave.adapters.trainjob.policies.base import Context
-from trainweave.errors import InputError
-from trainweave.labels import Ancestor
+from trainweave.adapters.trainjob.policies.base import Policy
 
 
-class Plain:
-    """No mlPolicy."""
+class Plain(Policy):
+    """No mlPolicy: the base class's defaults, the trainer's env first (plainml.go)."""
 
-    trainer_env_first = True
-
-    def validate(self, ctx: Context) -> list[InputError]:
-        return []
-
-    def enforce(
-        self, ctx: Context, job: str, ancestor: Ancestor | None, pod_spec: dict[str, Any]
-    ) -> int | None:
-        return None
+    trainer_env_first: ClassVar[bool] = True

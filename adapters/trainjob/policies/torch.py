@@ -12,18 +12,68 @@ torchtune's checks (``policies.torchtune``).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
-from trainweave.adapters.trainjob import mlpolicy, validate, wirelists
+from trainweave.adapters import names
+from trainweave.adapters.trainjob import validate, wirelists
 from trainweave.adapters.trainjob.policies import torchtune
 from trainweave.adapters.trainjob.policies.base import (
     Context,
+    Policy,
     open_port,
     reserved_env_errors,
     trainer_node,
 )
+from trainweave.adapters.trainjob.policies.shared import (
+    TRAINER_PORT,
+    completion_index,
+    cpus_per_node,
+    gpus_per_node,
+)
 from trainweave.errors import InputError
 from trainweave.labels import Ancestor, Reason
+
+Json = dict[str, Any]
+RESERVED = (
+    "PET_NNODES",
+    "PET_NPROC_PER_NODE",
+    "PET_NODE_RANK",
+    "PET_MASTER_ADDR",
+    "PET_MASTER_PORT",
+)
+
+
+def torch_env(
+    trainjob: str,
+    num_nodes: int,
+    nproc: int | None,
+    resources: Json,
+    subdomain: str | None = None,
+) -> tuple[list[Json], list[Json]]:
+    """(PET_* env every torch target gets, PET_MASTER_* env) for one TrainJob.
+
+    For a TrainJob the master address is ``<trainjob>-node-0-0.<trainjob>`` whatever the
+    runtime's network subdomain, as torch.go writes it; Hera steps pass their own subdomain.
+    """
+    if nproc is not None:
+        procs = str(nproc)
+    elif gpus_per_node(resources) == 0:
+        procs = str(max(1, cpus_per_node(resources)))
+    else:
+        procs = "auto"
+    pet: list[Json] = [
+        {"name": "PET_NNODES", "value": str(num_nodes)},
+        {"name": "PET_NPROC_PER_NODE", "value": procs},
+        {"name": "PET_NODE_RANK", "valueFrom": completion_index()},
+    ]
+    master = [
+        {
+            "name": "PET_MASTER_ADDR",
+            "value": f"{names.pod_hostname(trainjob, 'node', 0, 0)}.{subdomain or trainjob}",
+        },
+        {"name": "PET_MASTER_PORT", "value": str(TRAINER_PORT)},
+    ]
+    return pet, master
 
 
 def _quoted(text: str) -> str:
@@ -39,10 +89,10 @@ def _pods(ctx: Context) -> dict[str, list[dict[str, Any]]]:
     }
 
 
-class Torch:
+class Torch(Policy):
     """mlPolicy.torch."""
 
-    trainer_env_first = True
+    trainer_env_first: ClassVar[bool] = True
 
     def validate(self, ctx: Context) -> list[InputError]:
         policy = ctx.spec.ml_policy.torch if ctx.spec.ml_policy else None
@@ -72,7 +122,7 @@ class Torch:
                         )
                     )
         if ctx.trainjob.spec.trainer is not None:
-            errors += reserved_env_errors(ctx.trainjob, mlpolicy.TORCH_RESERVED)
+            errors += reserved_env_errors(ctx.trainjob, RESERVED)
             if torchtune.is_torchtune(ctx):
                 errors += torchtune.errors(ctx)
         return errors
@@ -81,7 +131,7 @@ class Torch:
         self, ctx: Context, job: str, ancestor: Ancestor | None, pod_spec: dict[str, Any]
     ) -> int | None:
         policy = ctx.spec.ml_policy.torch if ctx.spec.ml_policy else None
-        pet, master = mlpolicy.torch_env(ctx.name, ctx.num_nodes, ctx.nproc, ctx.resources)
+        pet, master = torch_env(ctx.name, ctx.num_nodes, ctx.nproc, ctx.resources)
         node = trainer_node(ctx, ancestor, pod_spec)
         if node is not None:
             wirelists.upsert_env(node, pet)

@@ -12,8 +12,9 @@ the LoRA / QLoRA / DoRA args, then the runtime node command's immutable configs
 from __future__ import annotations
 
 from trainweave.adapters import names
-from trainweave.adapters.trainjob import mlpolicy, validate
+from trainweave.adapters.trainjob import validate
 from trainweave.adapters.trainjob.policies.base import Context, trainer_pod
+from trainweave.adapters.trainjob.policies.shared import TRAINER_PORT, cpus_per_node, gpus_per_node
 from trainweave.errors import InputError
 
 ENTRYPOINT = ["tune", "run"]
@@ -87,14 +88,14 @@ def recipe_and_config(ctx: Context, nodes: int, nproc: int | None, gpus: int) ->
 
 def command(ctx: Context) -> list[str]:
     """The rewritten ``tune run ...`` command of the trainer's node container."""
-    gpus = mlpolicy.gpus_per_node(ctx.resources)
+    gpus = gpus_per_node(ctx.resources)
     nproc = ctx.nproc
     if nproc is None and gpus == 0:  # torch.go: "auto" on CPU becomes the CPU count first
-        nproc = max(1, mlpolicy.cpus_per_node(ctx.resources))
+        nproc = max(1, cpus_per_node(ctx.resources))
     out = list(ENTRYPOINT)
     if ctx.num_nodes > 1 or (nproc is not None and nproc > 1) or (nproc is None and gpus > 1):
         host = names.pod_hostname(ctx.name, "node", 0, 0)
-        out.append(f"--rdzv_endpoint={host}.{ctx.name}:{mlpolicy.TORCH_PORT}")
+        out.append(f"--rdzv_endpoint={host}.{ctx.name}:{TRAINER_PORT}")
     recipe, config = recipe_and_config(ctx, ctx.num_nodes, nproc, gpus)
     out += [recipe, "--config", config]
     node = validate.container(trainer_pod(ctx.spec) or {}, "node") or {}
@@ -119,7 +120,7 @@ def errors(ctx: Context) -> list[InputError]:
     nodes = tj.num_nodes or 1
     if nodes > 1 and model != LLAMA3_3_70B:
         out.append(InputError("spec.trainer.numNodes", f"must be 1 for {model} model"))
-    _, config = recipe_and_config(ctx, nodes, ctx.nproc, mlpolicy.gpus_per_node(ctx.resources))
+    _, config = recipe_and_config(ctx, nodes, ctx.nproc, gpus_per_node(ctx.resources))
     if "_qlora" in config:
         if model == QWEN2_5_1_5B:
             out.append(

@@ -7,15 +7,21 @@ Pure. As kubeflow/trainer@v2.3.0 ``plugins/xgboost/xgboost.go``: the tracker at
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from trainweave.adapters.trainjob import mlpolicy, wirelists
+from trainweave.adapters.trainjob import wirelists
 from trainweave.adapters.trainjob.policies.base import (
     Context,
+    Policy,
     open_port,
     rank0,
     reserved_env_errors,
     trainer_node,
+)
+from trainweave.adapters.trainjob.policies.shared import (
+    TRAINER_PORT,
+    completion_index,
+    gpus_per_node,
 )
 from trainweave.errors import InputError
 from trainweave.labels import Ancestor
@@ -23,10 +29,10 @@ from trainweave.labels import Ancestor
 RESERVED = ("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER")
 
 
-class XGBoost:
+class XGBoost(Policy):
     """mlPolicy.xgboost."""
 
-    trainer_env_first = True
+    trainer_env_first: ClassVar[bool] = True
 
     def validate(self, ctx: Context) -> list[InputError]:
         return reserved_env_errors(ctx.trainjob, RESERVED)
@@ -37,7 +43,7 @@ class XGBoost:
         node = trainer_node(ctx, ancestor, pod_spec)
         if node is None:
             return None
-        workers = ctx.num_nodes * max(1, mlpolicy.gpus_per_node(ctx.resources))
+        workers = ctx.num_nodes * max(1, gpus_per_node(ctx.resources))
         wirelists.upsert_env(
             node,
             [
@@ -45,8 +51,8 @@ class XGBoost:
                     "name": "DMLC_TRACKER_URI",
                     "value": rank0(ctx),
                 },
-                {"name": "DMLC_TRACKER_PORT", "value": str(mlpolicy.TORCH_PORT)},
-                {"name": "DMLC_TASK_ID", "valueFrom": mlpolicy.completion_index()},
+                {"name": "DMLC_TRACKER_PORT", "value": str(TRAINER_PORT)},
+                {"name": "DMLC_TASK_ID", "valueFrom": completion_index()},
                 {"name": "DMLC_NUM_WORKER", "value": str(workers)},
             ],
         )
