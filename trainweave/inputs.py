@@ -6,47 +6,29 @@ Our own pydantic models of ``trainer.kubeflow.org/v1alpha1`` (from
 forbids unknown fields; embedded Kubernetes objects (pod templates, env,
 resources, PVC templates) stay wire dicts and are checked field by field by
 ``k8s_schema``. Why not the ``kubeflow-trainer-api`` package: it drops unknown
-keys silently, has no enums and takes ~1 s to import (docs/inputs.md).
+keys silently, has no enums and takes ~1 s to import (docs/inputs.md). The ``Wire`` base,
+``ObjectMeta`` and pydantic's errors as ``InputErrors`` are ``trainweave.wire``'s (the Kueue and
+Topology inputs share them).
 """
 
 from __future__ import annotations
 
 import re
-from functools import cache, cached_property
-from typing import Annotated, Any, Literal, TypeVar
+from functools import cached_property
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from trainweave import k8s_schema, pod_resources, pod_rules
 from trainweave.errors import InputError, InputErrors
 from trainweave.labels import TRAINER_GROUP, TRAINER_VERSION, Reason
+from trainweave.wire import ObjectMeta, Wire, validate_model, without_nulls
 
 API_VERSION = f"{TRAINER_GROUP}/{TRAINER_VERSION}"
 _NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")
 Json = dict[str, Any]
-M = TypeVar("M", bound=BaseModel)
-
-
-class Wire(BaseModel):
-    """A wire object: a declared field set to ``null`` is absent, as the API server prunes it
-    from a custom resource before defaulting and validation (``nullable`` is false on every
-    field of these CRDs; k8s.io/apiextensions-apiserver@v0.36.4
-    pkg/apiserver/schema/defaulting/prunenulls.go). An unknown field stays unknown."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _null_is_absent(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        declared = _declared(cls)
-        return {k: v for k, v in data.items() if v is not None or k not in declared}
-
-
-@cache
-def _declared(model: type[BaseModel]) -> frozenset[str]:
-    return frozenset(f.alias or name for name, f in model.model_fields.items())
 
 
 class _Model(Wire):
@@ -54,17 +36,6 @@ class _Model(Wire):
     model_config = ConfigDict(
         extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True, strict=True
     )
-
-
-class ObjectMeta(Wire):
-    """The metadata subset we read; other metadata fields are accepted and kept."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-    name: str = ""
-    namespace: str = ""
-    uid: str = ""
-    labels: dict[str, str] = Field(default_factory=dict)
-    annotations: dict[str, str] = Field(default_factory=dict)
 
 
 # --- TrainJob -----------------------------------------------------------------
@@ -413,41 +384,6 @@ def _unique_names(items: list[Json], path: str) -> list[InputError]:
             errors.append(InputError(f"{path}[{i}].name", f"duplicate name {name!r}"))
         seen.add(name)
     return errors
-
-
-def validate_model(model: type[M], doc: Json, source: str, reason: Reason) -> M:
-    """``model`` from ``doc``; pydantic's errors become InputErrors with field paths."""
-    try:
-        return model.model_validate(doc)
-    except ValidationError as exc:
-        raise InputErrors(
-            InputError(_loc(err["loc"]), _message(err), source, reason) for err in exc.errors()
-        ) from None
-
-
-def without_nulls(value: Any) -> Any:
-    """``value`` with every mapping entry whose value is None left out, at any depth (list
-    items stay: a null item is a type error, not an absent field)."""
-    if isinstance(value, dict):
-        return {k: without_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [without_nulls(v) for v in value]
-    return value
-
-
-def _loc(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(document)"
-
-
-def _message(err: Any) -> str:
-    if err["type"] == "extra_forbidden":
-        return "unknown field"
-    if err["type"] == "missing":
-        return "required field is missing"
-    return str(err["msg"]).removeprefix("Value error, ")
 
 
 def _not_a(doc: Json, kind: str, source: str, reason: Reason) -> InputError:

@@ -33,10 +33,10 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from trainweave.errors import InputError, InputErrors
-from trainweave.inputs import ObjectMeta, Wire, validate_model
 from trainweave.labels import Reason
 from trainweave.quantity import crd_quantity, parse
 from trainweave.topology import Node, Topology
+from trainweave.wire import ObjectMeta, Wire, validate_model
 
 GROUP = "kueue.x-k8s.io"
 VERSIONS = ("v1beta2", "v1beta1")

@@ -15,8 +15,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
-from trainweave.inputs import ObjectMeta, Wire
 from trainweave.quantity import crd_quantity, parse
+from trainweave.wire import ObjectMeta, Wire
 
 Json = dict[str, Any]
 Quantity = Annotated[str, BeforeValidator(crd_quantity)]
