@@ -56,9 +56,25 @@ def group_name(trainjob: str, step: str, attempt: int) -> str:
     return dns_label(trainjob, step, f"a{attempt}")
 
 
+def slot(job: str, replica: int | str, index: int | str) -> str:
+    """A pod's slot in its step: ``<replicatedJob>-<jobIndex>-<podIndex>``, the name of its task
+    in the step's DAG and so the tail of its Argo node name (``job_of_slot`` reads it back)."""
+    return f"{job}-{replica}-{index}"
+
+
+_SLOT = re.compile(r"^(?P<job>.+)-(?P<replica>[0-9]+)-(?P<index>[0-9]+)$")
+
+
+def job_of_slot(name: str) -> tuple[str, str] | None:
+    """``(replicatedJob, jobIndex)`` of a pod slot (``slot``): the Job it is a pod of, which
+    JobSet names ``<jobset>-<replicatedJob>-<jobIndex>``; None when ``name`` is not a slot."""
+    match = _SLOT.match(name)
+    return (match["job"], match["replica"]) if match else None
+
+
 def pod_hostname(trainjob: str, job: str, replica: int | str, index: int | str) -> str:
     """JobSet's pod hostname ``<jobset>-<replicatedJob>-<jobIndex>-<podIndex>``."""
-    return f"{trainjob}-{job}-{replica}-{index}"
+    return f"{trainjob}-{slot(job, replica, index)}"
 
 
 def snapshot_name(trainjob: str) -> str:

@@ -154,7 +154,7 @@ def step_template(pipeline: Pipeline, step: Step) -> m.Template:
                 rank = bases.get(job.name, 0) + replica * job.pods_per_replica + index
                 tasks.append(
                     m.DAGTask(
-                        name=f"{job.name}-{replica}-{index}",
+                        name=names.slot(job.name, replica, index),
                         template=job.name,
                         arguments=m.Arguments(
                             parameters=[

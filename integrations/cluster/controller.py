@@ -30,7 +30,7 @@ from trainweave.integrations.cluster.informer import Informer, Key, WorkQueue, k
 from trainweave.integrations.cluster.leader import LeaderElector
 from trainweave.integrations.cluster.metrics import Metrics, resource_of
 from trainweave.integrations.views import api, reconcile, slim
-from trainweave.integrations.views.argo_view import TERMINAL, step_groups
+from trainweave.integrations.views.argo_view import TERMINAL, templates
 from trainweave.integrations.views.bodies import Meta, WorkflowBody
 from trainweave.integrations.views.observed import Observed, group_of, observed
 from trainweave.labels import EventReason, EventType
@@ -68,7 +68,7 @@ def _tj_index(obj: Json) -> list[str]:
 
 def _group_index(obj: Json) -> list[str]:
     ns = Meta.of(obj).namespace
-    return [f"{ns}/{g}" for g in step_groups(obj)]
+    return [f"{ns}/{g}" for g in templates(obj).groups]
 
 
 class Controller:

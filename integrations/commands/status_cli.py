@@ -29,9 +29,9 @@ from trainweave.integrations.views import (
     timeline_format,
     verdict,
 )
-from trainweave.integrations.views.argo_view import WorkflowView, step_groups, view
+from trainweave.integrations.views.argo_view import WorkflowView
 from trainweave.integrations.views.bodies import Meta, TrainJobBody, list_at
-from trainweave.integrations.views.observed import Observed, observed, owned
+from trainweave.integrations.views.observed import Observed, observed
 from trainweave.integrations.views.reconcile import quota_records
 
 Json = dict[str, Any]
@@ -76,20 +76,19 @@ def print_status(obs: Observed, now: datetime, out: TextIO) -> None:
     rows = [
         ("STEP", "ROLE", "PHASE", "QUEUE", "CLUSTERQUEUE", "ADMISSION", "WAIT", "HOLD", "GPU-h")
     ]
-    for wf in owned(tj, obs.workflows):
-        v = view(wf)
-        for group, info in step_groups(wf).items():
-            step = v.steps.get(str(info["step"]))
+    for v in obs.owned_views:
+        for group, info in v.groups.items():
+            step = v.steps.get(info.step)
             q = by_group.get(group)
             admission = "-"
             if q is not None:
                 admission = q.state + (f" ({q.reason})" if q.reason else "")
             rows.append(
                 (
-                    f"{info['step']}" + (f" [{v.name}]" if len(obs.workflows) > 1 else ""),
-                    str(info.get("role", "")),
+                    info.step + (f" [{v.name}]" if len(obs.workflows) > 1 else ""),
+                    info.role,
                     (step.phase if step else "") or "Pending",
-                    str(info.get("queue", "")),
+                    info.queue,
                     q.cluster_queue if q and q.cluster_queue else "-",
                     admission,
                     quota.format_duration(q.wait_seconds) if q else "-",
@@ -109,8 +108,8 @@ def print_status(obs: Observed, now: datetime, out: TextIO) -> None:
             f"  job {js['name']}: active={js['active']} ready={js['ready']} "
             f"succeeded={js['succeeded']} failed={js['failed']} suspended={js['suspended']}\n"
         )
-    for wf in owned(tj, obs.workflows):
-        for line in disruption_lines(view(wf)):
+    for v in obs.owned_views:
+        for line in disruption_lines(v):
             out.write(f"  {line}\n")
 
 

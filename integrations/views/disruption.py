@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from trainweave import labels
 from trainweave.adapters.argo.retry import Disrupted
+from trainweave.integrations.views import argo_nodes
 from trainweave.integrations.views.times import parse_time
 
 Json = dict[str, Any]
@@ -41,7 +41,6 @@ ANNOTATION = "trainweave.io/disruptions"  # on a Workflow: the Record, as JSON
 DISRUPTION_TARGET = "DisruptionTarget"  # k8s.io/api core/v1 PodConditionType
 TERMINATION_TARGET = "TerminationTarget"  # kueue pkg/controller/jobs/pod (podcondition)
 MARKS = {TERMINATION_TARGET: Disrupted.STOPPED, DISRUPTION_TARGET: Disrupted.DISRUPTED}
-NODE_NAME = "workflows.argoproj.io/node-name"  # argo common.AnnotationKeyNodeName, on each pod
 
 
 @dataclass(frozen=True)
@@ -112,12 +111,10 @@ def pod_mark(pod: Json) -> tuple[str, str, str] | None:
 def attempt_of(pod: Json, workflow: str) -> tuple[str, str] | None:
     """``(step, "<slot>(<n>)")`` of a pod from Argo's node name ``<wf>.<step>.<slot>(<n>)``
     (a pod task without retryStrategy has no ``(n)``: attempt 0)."""
-    name = str(((pod.get("metadata") or {}).get("annotations") or {}).get(NODE_NAME, ""))
-    head = workflow + "."
-    if not name.startswith(head) or name[len(head) :].count(".") != 1:
+    ref = argo_nodes.pod_node(argo_nodes.node_of_pod(pod))
+    if ref is None or ref.workflow != workflow:
         return None
-    step, slot = name[len(head) :].split(".")
-    return step, slot if slot.endswith(")") else f"{slot}(0)"
+    return ref.step, f"{ref.slot}({ref.index})"
 
 
 def observe(record: Record, workflow: str, pods: Iterable[Json]) -> Record:
@@ -127,9 +124,7 @@ def observe(record: Record, workflow: str, pods: Iterable[Json]) -> Record:
         for m in marks:
             found.setdefault((step, m.at, m.type, m.reason), set()).update(m.pods)
     for pod in pods:
-        if str(((pod.get("metadata") or {}).get("labels") or {}).get(labels.ARGO_WORKFLOW)) != (
-            workflow
-        ):
+        if argo_nodes.workflow_of(pod) != workflow:
             continue
         mark, where = pod_mark(pod), attempt_of(pod, workflow)
         if mark is None or where is None:

@@ -9,19 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from trainweave import labels
-from trainweave.integrations.views.argo_view import (
-    ATTEMPT_SUFFIX,
-    FAILED,
-    workflow_of,
-)
-from trainweave.integrations.views.bodies import (
-    Meta,
-    PodBody,
-    TrainJobBody,
-    WorkflowBody,
-    list_at,
-)
-from trainweave.integrations.views.observed import Observed, Progress, owned
+from trainweave.integrations.views import argo_nodes
+from trainweave.integrations.views.argo_nodes import workflow_of
+from trainweave.integrations.views.argo_view import FAILED
+from trainweave.integrations.views.bodies import Meta, PodBody, TrainJobBody
+from trainweave.integrations.views.observed import Observed, Progress
 
 Json = dict[str, Any]
 
@@ -29,10 +21,9 @@ Json = dict[str, Any]
 def replicated_jobs(obs: Observed) -> list[str]:
     """replicatedJob names in pipeline order, from the pod templates and pods."""
     names: list[str] = []
-    for wf in owned(obs.trainjob, obs.workflows):
-        for tpl in WorkflowBody.of(wf).templates:
-            rjob = Meta.of(tpl).label(labels.REPLICATED_JOB)
-            if rjob and rjob not in names:
+    for v in obs.owned_views:
+        for rjob in v.templates.replicated_jobs:
+            if rjob not in names:
                 names.append(rjob)
     for pod in obs.pods:
         rjob = Meta.of(pod).label(labels.REPLICATED_JOB)
@@ -51,38 +42,18 @@ def attempt_pods(obs: Observed, prog: Progress) -> list[Json]:
         wf = workflow_of(pod)
         if wf not in wf_names:
             continue
-        node = meta.annotation(labels.ARGO_NODE_NAME) or meta.name
-        node = ATTEMPT_SUFFIX.sub("", node[len(wf) + 1 :] if node.startswith(wf + ".") else node)
+        ref = argo_nodes.pod_node(argo_nodes.node_of_pod(pod) or meta.name)
+        node = f"{ref.step}.{ref.slot}" if ref is not None and ref.workflow == wf else meta.name
         latest[(meta.label(labels.REPLICATED_JOB), node)] = pod
     return list(latest.values())
 
 
 def job_sizes(obs: Observed) -> dict[tuple[str, str], int]:
-    """Pods per Job, ``(replicatedJob, replica) -> n``, from the step DAGs of the Workflows.
-
-    A step DAG has one task per pod, ``template`` = the replicatedJob's pod template, parameter
-    ``replica`` = the Job's index (``jobset.sigs.k8s.io/job-index``) (``adapters.argo.workflow``).
-    """
+    """Pods per Job, ``(replicatedJob, replica) -> n``: the most any Workflow's step DAGs have
+    (``argo_view.Templates.job_sizes``)."""
     sizes: dict[tuple[str, str], int] = {}
-    for wf in owned(obs.trainjob, obs.workflows):
-        templates = WorkflowBody.of(wf).templates
-        rjob_of = {
-            str(t.get("name")): rjob
-            for t in templates
-            if (rjob := Meta.of(t).label(labels.REPLICATED_JOB))
-        }
-        counted: dict[tuple[str, str], int] = {}
-        for tpl in templates:
-            for task in list_at(tpl, "dag", "tasks"):
-                job = rjob_of.get(str(task.get("template")))
-                if job is None:
-                    continue
-                params = list_at(task, "arguments", "parameters")
-                replica = next(
-                    (str(p.get("value")) for p in params if p.get("name") == "replica"), "0"
-                )
-                counted[(job, replica)] = counted.get((job, replica), 0) + 1
-        for key, n in counted.items():
+    for v in obs.owned_views:
+        for key, n in v.templates.job_sizes.items():
             sizes[key] = max(sizes.get(key, 0), n)
     return sizes
 

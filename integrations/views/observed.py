@@ -2,8 +2,10 @@
 
 ``Observed`` is the TrainJob with the Workflows, pods (label ``trainweave.io/trainjob``) and step
 Workloads (one per Kueue pod group the Workflows or pods name); the controller assembles it from
-its caches and ``trainweave status`` from API reads, both through ``observed``. ``Progress`` is
-the current whole-pipeline attempt: its Workflows by resume segment and the steps done.
+its caches and ``trainweave status`` from API reads, both through ``observed``, which reads each
+Workflow once (``argo_view.view``): every reader of a reconcile takes the ``WorkflowView`` from
+``Observed.views``. ``Progress`` is the current whole-pipeline attempt: its Workflows by resume
+segment and the steps done.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from trainweave import labels
-from trainweave.integrations.views.argo_view import FAILED, WorkflowView, step_groups, view
+from trainweave.integrations.views.argo_view import FAILED, WorkflowView, view
 from trainweave.integrations.views.bodies import Meta
 from trainweave.labels import StoppedFor
 
@@ -34,12 +36,25 @@ class AttemptState(enum.StrEnum):
 
 @dataclass(frozen=True)
 class Observed:
-    """Everything one reconcile reads: a TrainJob and its children (wire dicts)."""
+    """Everything one reconcile reads: a TrainJob and its children (wire dicts), and each
+    Workflow read once (``views``, in the order of ``workflows``; read here when not given)."""
 
     trainjob: Json
     workflows: tuple[Json, ...] = ()
     pods: tuple[Json, ...] = ()
     workloads: tuple[Json, ...] = ()
+    views: tuple[WorkflowView, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.views) != len(self.workflows):
+            object.__setattr__(self, "views", tuple(view(w) for w in self.workflows))
+
+    @cached_property
+    def owned_views(self) -> tuple[WorkflowView, ...]:
+        """The views of the Workflows this TrainJob controls (``owned``)."""
+        uid = Meta.of(self.trainjob).uid
+        pairs = zip(self.workflows, self.views, strict=True)
+        return tuple(v for w, v in pairs if Meta.of(w).controlled_by(uid))
 
     @cached_property
     def progress(self) -> Progress:
@@ -110,7 +125,7 @@ def attempts_started(trainjob: Json) -> int:
 
 def progress(obs: Observed) -> Progress:
     """The current attempt: its Workflows (all segments) and finished steps."""
-    views = [view(w) for w in owned(obs.trainjob, obs.workflows)]
+    views = obs.owned_views
     started = attempts_started(obs.trainjob)
     attempt = max([started - 1] + [v.attempt for v in views] + [0])
     mine = sorted((v for v in views if v.attempt == attempt), key=lambda v: v.segment)
@@ -135,6 +150,7 @@ def observed(
     """An ``Observed`` of ``trainjob``: its Workflows and pods, and the Workload of every pod group
     they name (``workload_of(group)``, None when there is none)."""
     workflows, pods = tuple(workflows), tuple(pods)
-    groups = {g for wf in workflows for g in step_groups(wf)} | {group_of(p) for p in pods}
+    views = tuple(view(w) for w in workflows)
+    groups = {g for v in views for g in v.groups} | {group_of(p) for p in pods}
     found = (workload_of(g) for g in sorted(groups - {""}))
-    return Observed(trainjob, workflows, pods, tuple(w for w in found if w is not None))
+    return Observed(trainjob, workflows, pods, tuple(w for w in found if w is not None), views)

@@ -27,13 +27,9 @@ from typing import Any
 
 from trainweave import labels
 from trainweave.integrations.views import api, disruption, quota, stranded
-from trainweave.integrations.views.argo_view import (
-    FAILED,
-    WorkflowView,
-    step_groups,
-    view,
-    workflow_of,
-)
+from trainweave.integrations.views import verdict as judging
+from trainweave.integrations.views.argo_nodes import workflow_of
+from trainweave.integrations.views.argo_view import FAILED, WorkflowView
 from trainweave.integrations.views.bodies import (
     Meta,
     PodBody,
@@ -46,7 +42,6 @@ from trainweave.integrations.views.observed import (
     Observed,
     Progress,
     group_of,
-    owned,
 )
 from trainweave.integrations.views.rollup import is_finished, rollup
 from trainweave.integrations.views.times import format_time
@@ -184,7 +179,7 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Actions, now: 
     if ends is not None:  # else Argo starts an attempt Kueue never admits (stranded.py)
         out.requests.append(_patch_wf(ns, latest.name, ends))
     latest = _disruptions(obs.trainjob, latest, wf_pods, out, now)
-    verdict = latest.verdict()
+    verdict = judging.first(latest)
     if verdict:
         stopped_for = f"{StoppedFor.JOB_FAILED.value}/{verdict.job}"
         out.requests.append(_stop(ns, latest, stopped_for))
@@ -216,8 +211,7 @@ def _finished_groups_to_rerun(
     """Deletes of the Finished Workloads of ``wf``'s steps that the next segment runs again (a
     step stopped with some of its pods done: Kueue finished its group)."""
     ns = Meta.of(obs.trainjob).namespace
-    groups = _step_groups_of(obs, wf)
-    rerun = {g for g, info in groups.items() if info["step"] not in done_steps}
+    rerun = {g for g, info in wf.groups.items() if info.step not in done_steps}
     return [
         api.delete(api.WORKLOAD, ns, m.name, m.uid)
         for wl in obs.workloads
@@ -227,15 +221,9 @@ def _finished_groups_to_rerun(
     ]
 
 
-def _step_groups_of(obs: Observed, wf: WorkflowView) -> dict[str, Json]:
-    """``step_groups`` of the observed Workflow ``wf`` views (none when it is gone)."""
-    raw = next((w for w in obs.workflows if Meta.of(w).name == wf.name), None)
-    return step_groups(raw) if raw is not None else {}
-
-
 def _live_groups(obs: Observed, wf: WorkflowView) -> list[str]:
     """The Workloads of ``wf``'s pod groups that Kueue has not finished."""
-    groups = set(_step_groups_of(obs, wf))
+    groups = set(wf.groups)
     names = (Meta.of(wl).name for wl in obs.workloads if not WorkloadBody.of(wl).finished)
     return [name for name in names if name in groups]
 
@@ -244,17 +232,16 @@ def done_groups(obs: Observed, stop_all: bool) -> list[tuple[str, Json, Workflow
     """(group, Workload, Workflow view) of step pod groups done for good whose Workload Kueue
     has not finished: the Workflow is terminal or stopped, the step failed, or ``stop_all``."""
     by_name = {Meta.of(w).name: w for w in obs.workloads}
-    mine = owned(obs.trainjob, obs.workflows)
+    mine = obs.owned_views
     out = []
-    for wf in mine:
-        v = view(wf)
-        for group, info in step_groups(wf).items():
+    for v in mine:
+        for group, info in v.groups.items():
             wl = by_name.get(group)
             if wl is None or WorkloadBody.of(wl).finished:
                 continue
             if workload_workflow(wl, obs.pods, mine, group) != v.name:
                 continue  # the group name is reused by a later segment: not this Workflow's
-            step = v.steps.get(str(info["step"]))
+            step = v.steps.get(info.step)
             stopped = bool(v.stopped_for or v.shutdown)
             if v.terminal or stop_all or stopped or (step is not None and step.phase in FAILED):
                 out.append((group, wl, v))
@@ -288,14 +275,14 @@ def releases(obs: Observed, done: list[tuple[str, Json, WorkflowView]]) -> list[
 
 
 def workload_workflow(
-    wl: Json, pods: tuple[Json, ...], workflows: tuple[Json, ...], group: str
+    wl: Json, pods: tuple[Json, ...], views: tuple[WorkflowView, ...], group: str
 ) -> str:
     """Which Workflow a group Workload serves: its owner pods' Workflow, else the newest one."""
     uids = Meta.of(wl).owner_uids
     names = {workflow_of(p) for p in pods if Meta.of(p).uid in uids}
     if len(names) == 1:
         return names.pop()
-    having = [view(w) for w in workflows if group in step_groups(w)]
+    having = [v for v in views if group in v.groups]
     if not having:
         return ""
     newest = max(having, key=lambda v: (v.attempt, v.segment))
@@ -315,10 +302,9 @@ def orphan_releases(namespace: str, pods: list[Json], workloads: list[Json]) -> 
 def quota_records(obs: Observed, now: datetime) -> list[quota.StepQuota]:
     """StepQuota of each step Workload of this TrainJob's Workflows."""
     info: dict[str, Json] = {}
-    for wf in owned(obs.trainjob, obs.workflows):
-        attempt = view(wf).attempt
-        for group, g in step_groups(wf).items():
-            info[group] = {**g, "attempt": attempt}
+    for v in obs.owned_views:
+        for group, g in v.groups.items():
+            info[group] = {"step": g.step, "role": g.role, "attempt": v.attempt}
     return [
         quota.step_quota(wl, info[name], now)
         for wl in obs.workloads
@@ -357,7 +343,7 @@ def _stop_when_deleted(ns: str, obs: Observed) -> list[api.Request]:
     ``orphan`` they are meant to keep running."""
     if FOREGROUND not in Meta.of(obs.trainjob).finalizers:
         return []
-    views = (view(wf) for wf in owned(obs.trainjob, obs.workflows))
+    views = obs.owned_views
     return [_stop(ns, v, StoppedFor.DELETED) for v in views if not v.terminal and not v.shutdown]
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from trainweave.integrations.views import verdict
 from trainweave.integrations.views.bodies import TrainJobBody, condition, condition_true
 from trainweave.integrations.views.jobs_status import jobs_status
 from trainweave.integrations.views.observed import AttemptState, Observed, Progress
@@ -164,9 +165,9 @@ def rollup(obs: Observed, now: datetime) -> Status:
         )
         due = None
     elif prog.state == AttemptState.FAILED and prog.exhausted and not body.suspend:
-        _, detail = prog.latest.failure() if prog.latest else ("", "")
-        slot = prog.latest.failed_slot() if prog.latest else ""
-        first = f" (first failed job: {body.meta.name}-{slot.rsplit('-', 1)[0]})" if slot else ""
+        _, detail = verdict.failure(prog.latest) if prog.latest else ("", "")
+        job = verdict.failed_job(body.meta.name, prog.latest) if prog.latest else ""
+        first = f" (first failed job: {job})" if job else ""
         if prog.max_restarts > 0:
             reason, head = Reason.REACHED_MAX_RESTARTS, MSG_MAX_RESTARTS
             detail = f"{detail}; reached maxRestarts={prog.max_restarts}"

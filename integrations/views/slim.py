@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainweave.integrations.views.argo_view import decode_nodes
+from trainweave.integrations.views.argo_nodes import decode_nodes
 from trainweave.integrations.views.disruption import MARKS
 
 Json = dict[str, Any]

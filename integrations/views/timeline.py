@@ -23,23 +23,20 @@ else ``now``); used GPU-seconds: each pod's GPUs x its running time.
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from trainweave import labels
-from trainweave.integrations.views import quota
-from trainweave.integrations.views.argo_view import decode_nodes, step_groups
+from trainweave.integrations.views import argo_nodes, quota
 from trainweave.integrations.views.bodies import Meta, TrainJobBody, WorkloadBody, condition
-from trainweave.integrations.views.observed import Observed, group_of, owned
+from trainweave.integrations.views.observed import Observed, group_of
 from trainweave.integrations.views.reconcile import quota_records
 from trainweave.integrations.views.times import parse_time
 from trainweave.quantity import QuantityError, is_gpu, parse
 
 Json = dict[str, Any]
-_POD_NODE = re.compile(r"^(?P<wf>[^.]+)\.(?P<step>[^.]+)\.(?P<slot>[^.()]+)\((?P<n>\d+)\)$")
 _SIDECARS = frozenset({"wait", "init"})  # Argo's executor containers
 _TERMINAL = ("Complete", "Failed")  # TrainJob conditions that end the pipeline
 
@@ -298,26 +295,29 @@ def _requested_gpus(wl: Json | None) -> float:
 def _intervals(obs: Observed) -> list[_Interval]:
     """Pod running intervals by pod group: the live pods', else their Argo Pod nodes'."""
     out: dict[str, _Interval] = {}
-    for wf in owned(obs.trainjob, obs.workflows):
-        name = Meta.of(wf).name
-        groups = {str(g["step"]): grp for grp, g in step_groups(wf).items()}
-        for node in (decode_nodes(wf.get("status") or {}) or {}).values():
-            m = _POD_NODE.match(str(node.get("name") or ""))
+    uid = Meta.of(obs.trainjob).uid
+    for wf, v in zip(obs.workflows, obs.views, strict=True):
+        if not Meta.of(wf).controlled_by(uid):
+            continue
+        groups = {g.step: grp for grp, g in v.groups.items()}
+        for node in (argo_nodes.decode_nodes(wf.get("status") or {}) or {}).values():
+            name = str(node.get("name") or "")
+            m = argo_nodes.pod_node(name)
             start = parse_time(str(node.get("startedAt") or ""))
-            if node.get("type") != "Pod" or not m or m["wf"] != name or start is None:
+            if node.get("type") != "Pod" or not m or m.attempt is None or start is None:
                 continue
-            if m["step"] not in groups:
+            if m.workflow != v.name or m.step not in groups:
                 continue
             end = parse_time(str(node.get("finishedAt") or ""))
-            out[m[0]] = _Interval(groups[m["step"]], m["slot"], start, end, None)
+            out[name] = _Interval(groups[m.step], m.slot, start, end, None)
     for pod in obs.pods:
         meta = Meta.of(pod)
-        key = meta.annotation("workflows.argoproj.io/node-name") or meta.name
-        m = _POD_NODE.match(key)
+        key = argo_nodes.node_of_pod(pod) or meta.name
+        m = argo_nodes.pod_node(key)
         started, finished = _container_times(pod)
         if not group_of(pod) or started is None:
             continue
-        slot = m["slot"] if m else meta.name
+        slot = m.slot if m and m.attempt is not None else meta.name
         out[key] = _Interval(group_of(pod), slot, started, finished, _pod_gpus(pod))
     return sorted(out.values(), key=lambda iv: (iv.group, iv.start, iv.slot))
 

@@ -7,6 +7,10 @@ after the disruption rule (``disruption.cause``: a pod Kueue stopped or Kubernet
 and the gang peers that failed after it, count neither against the budget nor against an
 exit-code rule). A ``FailJob`` match fails the job at once; counted failures past the budget
 (the step's pods together when shared, else per pod) fail it with the Job controller's reason.
+
+Over a whole Workflow (``WorkflowView``): ``first`` is the first job that fails now (a pod the API
+server refused to create before any retry policy), ``failed_slot`` the pod slot of the first
+failure and ``failure`` the step and message the TrainJob's Failed condition gives.
 """
 
 from __future__ import annotations
@@ -15,12 +19,14 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from trainweave.adapters import names
 from trainweave.adapters.argo import retry
 from trainweave.integrations.views import disruption
+from trainweave.integrations.views.argo_view import FAILED
 from trainweave.model import RetryPolicy
 
 if TYPE_CHECKING:
-    from trainweave.integrations.views.argo_view import StepView
+    from trainweave.integrations.views.argo_view import StepView, WorkflowView
 
 # The Job controller's Failed condition when a Job's backoffLimit is spent (k8s.io/kubernetes
 # v1.36 pkg/controller/job/job_controller.go: batch.JobReasonBackoffLimitExceeded).
@@ -31,6 +37,13 @@ MSG_BACKOFF_LIMIT = "Job has reached the specified backoff limit"
 FAILED_INDEXES = "FailedIndexes"
 MSG_FAILED_INDEXES = "Job has failed indexes"
 POD_FAILURE_POLICY = "PodFailurePolicy"
+# A pod the API server refused to create (an admission plugin or webhook: a ServiceAccount the
+# namespace lacks, PodSecurity, an invalid spec). Argo v4.0.7 fails the node with the error's
+# text (workflowpod.go createWorkflowPod: not transient) and retries it as Error, with backoff,
+# as often as its retryStrategy allows; no retry can succeed. The Job controller's event
+# reason for it (controller_utils.go FailedCreatePodReason).
+FAILED_CREATE = "FailedCreate"
+_REFUSED = re.compile(r'pods? "[^"]*" is (forbidden|invalid): ', re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -52,7 +65,7 @@ def spent(
     counted: dict[str, int] = {}
     step = view_.name if view_ else ""
     for pod in view_.pods if view_ else ():
-        if not re.fullmatch(rf"{re.escape(job)}-\d+-\d+", pod.slot):
+        if pod.job is None or pod.job[0] != job:
             continue
         for attempt in pod.failures:
             why = disruption.cause(
@@ -90,3 +103,70 @@ def verdict(
     if policy.per_index:
         return Verdict(step, job, FAILED_INDEXES, MSG_FAILED_INDEXES)
     return Verdict(step, job, BACKOFF_LIMIT_EXCEEDED, MSG_BACKOFF_LIMIT)
+
+
+def refused(message: str) -> bool:
+    """Whether a failed Pod node's message is the API server refusing the pod for good (an
+    exceeded ResourceQuota is also Forbidden, but Argo waits for it: not a refusal)."""
+    return _REFUSED.match(message) is not None and "exceeded quota" not in message
+
+
+def first(wf: WorkflowView) -> Verdict | None:
+    """The first job the Job controller would fail now, by the retry policies the controller
+    keeps (``wf.backoff_limits``; ``verdict``, disruptions excused by ``wf.disruptions``);
+    first, a pod the API server refused to create (``refused``)."""
+    for step_view in wf.steps.values():
+        for pod in step_view.pods:
+            if pod.phase == "Error" and refused(pod.message):
+                job = pod.job[0] if pod.job else pod.slot
+                return Verdict(step_view.name, job, FAILED_CREATE, pod.message)
+    for step, jobs in wf.backoff_limits.items():
+        view_ = wf.steps.get(step)
+        for job, wire in jobs.items():
+            policy = retry.policy_of_wire(wire)
+            found = verdict(step, job, policy, view_, wf.disruptions)
+            if found is not None:
+                return found
+    return None
+
+
+def failed_slot(wf: WorkflowView) -> str:
+    """The pod slot (``names.slot``) of the first failure ("" if none is known): the judged
+    job's first failed pod, else the first failed step's."""
+    judged = first(wf) if wf.backoff_job else None
+    for step in wf.steps.values():
+        pods = [p for p in step.pods if p.failures or p.phase in FAILED]
+        if judged is not None:
+            pods = [p for p in pods if p.job is not None and p.job[0] == judged.job]
+        elif step.phase not in FAILED:
+            continue
+        if pods:
+            return sorted(pods, key=lambda p: p.slot)[0].slot
+    return ""
+
+
+def failed_job(trainjob: str, wf: WorkflowView) -> str:
+    """JobSet's name of the Job of the first failure, ``<jobset>-<replicatedJob>-<jobIndex>``
+    ("" if none is known)."""
+    job = names.job_of_slot(failed_slot(wf))
+    return f"{trainjob}-{job[0]}-{job[1]}" if job else ""
+
+
+def failure(wf: WorkflowView) -> tuple[str, str]:
+    """``(step, message)`` naming the step that failed and its exit code."""
+    judged = first(wf) if wf.backoff_job else None
+    if judged is not None:
+        return judged.step, (
+            f"step {judged.step!r} failed: job {judged.job!r}: {judged.reason}: {judged.message}"
+        )
+    for step in wf.steps.values():
+        if step.phase not in FAILED:
+            continue
+        pod = step.failed_pod
+        if pod is None:
+            return step.name, f"step {step.name!r} failed: {step.message or wf.message}"
+        code = "" if pod.exit_code is None else f" with exit code {pod.exit_code}"
+        detail = pod.message or step.message
+        tail = f" ({detail})" if detail else ""
+        return step.name, f"step {step.name!r} failed: pod {pod.slot!r} exited{code}{tail}"
+    return "", f"workflow {wf.name} {wf.phase}: {wf.message}".rstrip(": ")

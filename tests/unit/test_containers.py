@@ -24,7 +24,7 @@ from trainweave.adapters.kueue import podsets
 from trainweave.adapters.trainjob.trainer import to_pipeline
 from trainweave.errors import InputErrors
 from trainweave.inputs import parse_runtime, parse_trainjob
-from trainweave.integrations.views import reconcile
+from trainweave.integrations.views import reconcile, verdict
 from trainweave.integrations.views.argo_view import view
 from trainweave.integrations.views.observed import Observed
 from trainweave.integrations.views.rollup import rollup
@@ -246,7 +246,7 @@ def test_a_spent_per_index_budget_fails_with_failed_indexes() -> None:
     wire = retry.policy_wire(RetryPolicy(budget=0, judged=True, per_index=True))
     pods = [Pod("node-0-0", "Failed", message=NODE_FIRST, containers=(("node", 1),))]
     wf = running(pods, wire, phase="Failed", shutdown="Stop", stopped_for="job-failed/node")
-    assert view(wf).failure() == (
+    assert verdict.failure(view(wf)) == (
         "node",
         "step 'node' failed: job 'node': FailedIndexes: Job has failed indexes",
     )

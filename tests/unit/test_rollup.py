@@ -11,7 +11,9 @@ import yaml
 from tests.unit.cluster_objects import T0, Json, Pod, StepState, pod, trainjob, workflow
 from tests.unit.examples import render_example
 from trainweave import labels as L
-from trainweave.integrations.views.argo_view import decode_nodes, view
+from trainweave.integrations.views import verdict
+from trainweave.integrations.views.argo_nodes import decode_nodes
+from trainweave.integrations.views.argo_view import view
 from trainweave.integrations.views.jobs_status import job_sizes, jobs_status
 from trainweave.integrations.views.observed import Observed
 from trainweave.integrations.views.rollup import MAX_MESSAGE, Status, rollup, set_condition
@@ -365,7 +367,7 @@ def test_argo_upstream_fixture_exit_code_from_last_retry_child() -> None:
     assert v.steps["sub-dag1"].phase == "Failed"
     failed = v.steps["sub-dag1"].failed_pod
     assert failed is not None and (failed.slot, failed.exit_code, failed.attempts) == ("fail", 1, 2)
-    assert v.failure()[0] == "sub-dag1"
+    assert verdict.failure(v)[0] == "sub-dag1"
     assert v.steps["success2"].phase == "Omitted"
 
 

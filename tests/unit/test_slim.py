@@ -108,15 +108,3 @@ def test_failed_containerset_pod_keeps_its_exit_code_when_slim() -> None:
     wf = workflow({"init": INIT_OK, "trainer": TRAINER_FAILED}, phase="Failed")
     failed = view(slim.workflow(full_workflow(wf))).steps["trainer"].failed_pod
     assert failed is not None and failed.exit_code == 3
-
-
-def test_views_are_memoised_per_resource_version_only() -> None:
-    wf = workflow({"init": INIT_OK})
-    wf["metadata"]["resourceVersion"] = "7"
-    assert view(wf) is view(copy.deepcopy(wf))
-    later = copy.deepcopy(wf)
-    later["metadata"]["resourceVersion"] = "8"
-    later["status"]["phase"] = "Succeeded"
-    assert view(later).phase == "Succeeded" and view(wf).phase == "Running"
-    del wf["metadata"]["resourceVersion"]
-    assert view(wf) is not view(wf)  # no version: never memoised
