@@ -2,7 +2,8 @@
 """Container images of the real-containers tier, built offline here as OCI image archives.
 
 No registry is reachable from this machine, so every image is built from pinned sources
-(hack/versions.env) and written as an oci-layout tar (index.json + blobs) in pure Python;
+(hack/versions.env) and written as an oci-layout tar (index.json + blobs) in pure Python
+(hack/oci.py);
 `ctr -n k8s.io images import --all-platforms FILE` names it from the index's
 `io.containerd.image.name` / `org.opencontainers.image.ref.name` annotations.
 
@@ -23,17 +24,19 @@ No registry is reachable from this machine, so every image is built from pinned 
   /etc/mime.types, CA certificates, /tmp (1777), passwd/group. /var/run/argo is not in the
   image: the controller mounts an emptyDir there and `argoexec init` copies itself into it,
   finding itself on PATH.
-- workload: Debian bookworm `debootstrap --variant=minbase` + WORKLOAD_PACKAGES (layer 1, cached
-  on its own, keyed by the package list) and examples/real/ at /opt/trainweave/ (layer 2).
-  openmpi-bin + openssh-server/-client were measured here (debootstrap, same mirror, back to
-  back): +9 s (27 s -> 36 s) and +100 MB unpacked (235 -> 335 MB before trimming), under the
-  ~60 s / ~150 MB budget, so they are in (sshd host keys are generated into the image). The rootfs layer drops apt caches/lists, docs (copyright kept), man, info, locales.
+- workload: Debian bookworm `debootstrap --variant=minbase` + WORKLOAD_PACKAGES (hack/rootfs.py:
+  layer 1, cached on its own, keyed by the package list) and examples/real/ at /opt/trainweave/
+  (layer 2). openmpi-bin + openssh-server/-client were measured here (debootstrap, same mirror,
+  back to back): +9 s (27 s -> 36 s) and +100 MB unpacked (235 -> 335 MB before trimming), under
+  the ~60 s / ~150 MB budget, so they are in (sshd host keys are generated into the image). The
+  rootfs layer drops apt caches/lists, docs (copyright kept), man, info, locales.
 - controller: trainweave.local/controller:dev, deploy/Dockerfile's image built without Docker
   (hack/images_controller.py): bookworm minbase + python3 (3.11), a venv with the dependencies,
   the trainweave wheel in a top layer of its own.
 
 Cache: ${XDG_CACHE_HOME:-~/.cache}/trainweave/images/<key>/image.tar, key = hash of
-hack/versions.env, this file and the image's own inputs; a warm `build` only checks files.
+hack/versions.env, this file, hack/oci.py and the image's own inputs; a warm `build` only checks
+files.
 Usage: hack/images.py build [--out DIR] | load --address SOCKET [--ctr CTR] [--image SHORT]...
 (load builds first what is stale)
 """
