@@ -22,11 +22,11 @@ from pydantic.alias_generators import to_camel
 
 from trainweave import k8s_schema, pod_resources, pod_rules
 from trainweave.errors import InputError, InputErrors
+from trainweave.k8s_names import DNS1035_LABEL, DNS1123_LABEL_MAX
 from trainweave.labels import TRAINER_GROUP, TRAINER_VERSION, Reason
 from trainweave.wire import ObjectMeta, Wire, validate_model, without_nulls
 
 API_VERSION = f"{TRAINER_GROUP}/{TRAINER_VERSION}"
-_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")
 Json = dict[str, Any]
 
@@ -310,7 +310,7 @@ def parse_runtime(doc: Json, source: str = "") -> Runtime:
 def _trainjob_checks(job: TrainJob) -> list[InputError]:
     errors: list[InputError] = []
     name = job.metadata.name
-    if not _NAME.match(name) or len(name) > 63:
+    if not DNS1035_LABEL.match(name) or len(name) > DNS1123_LABEL_MAX:
         errors.append(
             InputError(
                 "metadata.name",

@@ -21,6 +21,7 @@ from typing import Any
 
 from trainweave import quantity
 from trainweave.errors import InputError
+from trainweave.k8s_names import DNS1123_LABEL, is_dns1123_label
 from trainweave.labels import Reason
 
 _LIST = re.compile(r"^List\[(.+)\]$")
@@ -38,16 +39,13 @@ _SCALARS: dict[str, tuple[type, ...]] = {
 
 ROOTS = ("V1JobTemplateSpec", "V1PersistentVolumeClaim", "V1PodSpec")
 
+
 # Value rules the API server applies to these fields (Kubernetes v1.36: k8s.io/apimachinery
 # pkg/util/validation, pkg/apis/core/validation). A pod template that breaks one is refused only
 # when Argo creates the pod, after its step was admitted, and every retry is refused again: so
 # they are input errors here, by field path.
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_PORT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
 def _dns_label(value: Any) -> str:
-    if isinstance(value, str) and len(value) <= 63 and _DNS_LABEL.match(value):
+    if isinstance(value, str) and is_dns1123_label(value):
         return ""
     return (
         f"{value!r} is not a lowercase RFC 1123 label (at most 63 characters of a-z, 0-9 and '-',"
@@ -73,7 +71,7 @@ def _port_name(value: Any) -> str:
     if (
         isinstance(value, str)
         and len(value) <= 15
-        and _PORT_NAME.match(value)
+        and DNS1123_LABEL.match(value)
         and "--" not in value
         and any(ch.isalpha() for ch in value)
     ):

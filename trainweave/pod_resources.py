@@ -9,21 +9,16 @@ other requests at most their limit. Negative and malformed quantities are ``k8s_
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from typing import Any
 
 from trainweave import quantity
 from trainweave.errors import InputError
+from trainweave.k8s_names import QUALIFIED_NAME
 from trainweave.labels import Reason
 
 _STANDARD = {"cpu", "memory", "ephemeral-storage"}  # helpers.go standardContainerResources
 _HUGEPAGES = "hugepages-"
-# IsQualifiedName of "requests.<name>": an optional DNS subdomain prefix and a name part
-_QUALIFIED = re.compile(
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
-)
 
 
 def native(name: str) -> bool:
@@ -36,7 +31,7 @@ def extended(name: str) -> bool:
     if native(name) or name.startswith("requests."):
         return False
     prefix, _, rest = f"requests.{name}".rpartition("/")
-    return len(rest) <= 63 and len(prefix) <= 253 and bool(_QUALIFIED.match(f"{prefix}/{rest}"))
+    return len(rest) <= 63 and len(prefix) <= 253 and bool(QUALIFIED_NAME.match(f"{prefix}/{rest}"))
 
 
 def _overcommit(name: str) -> bool:

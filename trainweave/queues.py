@@ -17,7 +17,6 @@ objects of several files into a ``QueueSet``; ``adapters.kueue.workloads.plan`` 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -33,6 +32,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from trainweave.errors import InputError, InputErrors
+from trainweave.k8s_names import is_dns1123_subdomain
 from trainweave.labels import Reason
 from trainweave.quantity import crd_quantity, parse
 from trainweave.topology import Node, Topology
@@ -43,11 +43,9 @@ VERSIONS = ("v1beta2", "v1beta1")
 KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Topology")
 Json = dict[str, Any]
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
 
 def _name(value: str) -> str:
-    if len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
+    if not is_dns1123_subdomain(value):
         raise ValueError(f"{value!r} must be a DNS subdomain (lower case, at most 253 characters)")
     return value
 

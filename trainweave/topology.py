@@ -8,13 +8,13 @@ A Topology lists the node labels of its levels, highest (e.g. block) first; a Re
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
+from trainweave.k8s_names import QUALIFIED_NAME
 from trainweave.quantity import crd_quantity, parse
 from trainweave.wire import ObjectMeta, Wire
 
@@ -28,15 +28,11 @@ class _Model(Wire):
     )
 
 
-_LABEL_NAME = re.compile(
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
-)
 HOSTNAME = "kubernetes.io/hostname"
 
 
 def _node_label(value: str) -> str:
-    if not 1 <= len(value) <= 316 or not _LABEL_NAME.match(value):
+    if not 1 <= len(value) <= 316 or not QUALIFIED_NAME.match(value):
         raise ValueError(f"{value!r} must be a node label name ([prefix/]name)")
     return value
 
