@@ -174,23 +174,33 @@ def stop_pid(pid: int, name: str, grace: float = 15.0) -> None:
 # the cluster state: cluster.json, kwokctl's folder and pids
 
 
-def state_file() -> Path:
-    return STATE / "cluster.json"
-
-
-def load_state() -> dict[str, Any] | None:
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A state file (cluster.json, node.json), or None when it is missing or unreadable."""
     try:
-        data: dict[str, Any] = json.loads(state_file().read_text())
+        data: dict[str, Any] = json.loads(path.read_text())
         return data
     except (OSError, ValueError):
         return None
 
 
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """A state file, replaced whole (a reader never sees half of it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+    tmp.replace(path)
+
+
+def state_file() -> Path:
+    return STATE / "cluster.json"
+
+
+def load_state() -> dict[str, Any] | None:
+    return read_json(state_file())
+
+
 def save_state(state: dict[str, Any]) -> None:
-    STATE.mkdir(parents=True, exist_ok=True)
-    tmp = state_file().with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2, sort_keys=True))
-    tmp.replace(state_file())
+    write_json(state_file(), state)
 
 
 def kwok_workdir() -> Path:

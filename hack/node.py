@@ -77,15 +77,11 @@ def state_path() -> Path:
 
 
 def load() -> dict[str, Any] | None:
-    try:
-        data: dict[str, Any] = json.loads(state_path().read_text())
-        return data
-    except (OSError, ValueError):
-        return None
+    return common.read_json(state_path())
 
 
 def save(state: dict[str, Any]) -> None:
-    state_path().write_text(json.dumps(state, indent=2, sort_keys=True))
+    common.write_json(state_path(), state)
 
 
 def node_ip() -> str:

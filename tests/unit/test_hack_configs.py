@@ -5,31 +5,21 @@ CNI, kubelet and CoreDNS configuration; and every command line still parses its 
 
 from __future__ import annotations
 
-import importlib
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 import yaml
 
-HACK = Path(__file__).resolve().parents[2] / "hack"
+from tests.unit.hack_scripts import HACK, load
 
-
-def _load(name: str) -> ModuleType:
-    """A hack/ module by name: the scripts import their siblings (hack/common.py) by name."""
-    if str(HACK) not in sys.path:
-        sys.path.append(str(HACK))
-    return importlib.import_module(name)
-
-
-common = _load("common")
-engine_config = _load("engine_config")
-kueue_config_cmd = _load("kueue_config")
-node_config = _load("node_config")
+common = load("common")
+engine_config = load("engine_config")
+kueue_config_cmd = load("kueue_config")
+node_config = load("node_config")
 
 
 def test_read_env(tmp_path: Path) -> None:

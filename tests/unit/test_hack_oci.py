@@ -6,28 +6,17 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import importlib
 import json
-import sys
 import tarfile
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-HACK = Path(__file__).resolve().parents[2] / "hack"
+from tests.unit.hack_scripts import load
 
-
-def _load(name: str) -> ModuleType:
-    """A hack/ module by name: the scripts import their siblings (hack/common.py) by name."""
-    if str(HACK) not in sys.path:
-        sys.path.append(str(HACK))
-    return importlib.import_module(name)
-
-
-oci = _load("oci")
-rootfs = _load("rootfs")
+oci = load("oci")
+rootfs = load("rootfs")
 NAMES = ("example.local/tiny:1", "example.local/tiny:latest")
 
 
