@@ -85,13 +85,3 @@ def snapshot_name(trainjob: str) -> str:
 def pvc_name(trainjob: str, template: str) -> str:
     """JobSet's PVC name for a volumeClaimPolicies template: ``<template>-<jobset>``."""
     return f"{template}-{trainjob}"
-
-
-def mpi_hostfile_name(trainjob: str) -> str:
-    """MPI hostfile ConfigMap, as Trainer's MPI plugin names it."""
-    return f"{trainjob}-mpi-hostfile"
-
-
-def mpi_secret_name(trainjob: str) -> str:
-    """MPI SSH auth Secret, as Trainer's MPI plugin names it."""
-    return f"{trainjob}-mpi-ssh-auth"

@@ -42,6 +42,16 @@ RESERVED = (
 JOBS = ("node", "launcher")  # upstream constants.Node, constants.Launcher
 
 
+def hostfile_name(trainjob: str) -> str:
+    """The hostfile ConfigMap: ``<trainjob>`` + constants.MPIHostfileConfigMapSuffix."""
+    return f"{trainjob}-mpi-hostfile"
+
+
+def secret_name(trainjob: str) -> str:
+    """The SSH auth Secret, as mpi.go's sshAuthSecretName (constants.MPISSHAuthSecretSuffix)."""
+    return f"{trainjob}-mpi-ssh-auth"
+
+
 def launcher_as_node(spec: RuntimeSpec) -> bool:
     """``mlPolicy.mpi.runLauncherAsNode``: the one place trainweave reads it."""
     mpi = spec.ml_policy.mpi if spec.ml_policy else None
@@ -62,7 +72,7 @@ def secret_volume(trainjob: str) -> Json:
     return {
         "name": "mpi-ssh-auth",
         "secret": {
-            "secretName": names.mpi_secret_name(trainjob),
+            "secretName": secret_name(trainjob),
             "defaultMode": 0o400,
             "items": [
                 {"key": "ssh-privatekey", "path": "id_rsa", "mode": 0o640},
@@ -78,7 +88,7 @@ def hostfile_volume(trainjob: str) -> Json:
     return {
         "name": "mpi-hostfile",
         "configMap": {
-            "name": names.mpi_hostfile_name(trainjob),
+            "name": hostfile_name(trainjob),
             "items": [{"key": "hostfile", "path": "hostfile", "mode": 0o444}],
         },
     }
@@ -184,7 +194,7 @@ class MpiPart:
         text = hostfile(self.endpoints(pipeline), self.slots)
         return [
             k8s_objects.config_map(
-                pipeline, names.mpi_hostfile_name(pipeline.name), "mpi-hostfile", {"hostfile": text}
+                pipeline, hostfile_name(pipeline.name), "mpi-hostfile", {"hostfile": text}
             )
         ]
 
@@ -194,7 +204,7 @@ class MpiPart:
         if keys is None:
             raise ValueError("an MPI pipeline needs Options.ssh_keys for its SSH Secret")
         data = {"ssh-privatekey": keys.private, "ssh-publickey": keys.public}
-        name = names.mpi_secret_name(pipeline.name)
+        name = secret_name(pipeline.name)
         return [k8s_objects.secret(pipeline, name, "mpi-ssh-auth", "kubernetes.io/ssh-auth", data)]
 
 
