@@ -25,29 +25,33 @@ MESSAGE = "trainweave: pod {pod} ended before this container started"
 
 
 def stranded(workflow: Json) -> list[tuple[str, str]]:
-    """``(container node id, pod node id)`` of the container nodes left open under a failed
-    Pod node of ``workflow``."""
+    """``(container node id, pod node name)`` of the container nodes left open under a failed
+    Pod node of ``workflow``. A Container node is named ``<pod node name>.<container>``: the
+    controller's cache keeps names, not ``children`` (``slim.workflow``)."""
     nodes: Json = (workflow.get("status") or {}).get("nodes") or {}
+    failed = {
+        str(n.get("name"))
+        for n in nodes.values()
+        if n.get("type") == "Pod" and n.get("phase") in _ENDED
+    }
     out = []
-    for pod_id, pod in sorted(nodes.items()):
-        if pod.get("type") != "Pod" or pod.get("phase") not in _ENDED:
-            continue
-        for child_id in pod.get("children") or ():
-            child = nodes.get(child_id) or {}
-            if child.get("type") == "Container" and child.get("phase", "") in _OPEN:
-                out.append((str(child_id), str(pod_id)))
+    for node_id, node in sorted(nodes.items()):
+        pod, dot, _ = str(node.get("name") or "").rpartition(".")
+        if node.get("type") == "Container" and dot and pod in failed:
+            if node.get("phase", "") in _OPEN:
+                out.append((str(node_id), pod))
     return out
 
 
 def patch(workflow: Json, now: str) -> Json | None:
-    """A JSON merge patch of ``status.nodes`` that ends the stranded container nodes."""
-    nodes: Json = (workflow.get("status") or {}).get("nodes") or {}
+    """A JSON merge patch of ``status.nodes`` that ends the stranded container nodes (their
+    ``finishedAt`` is ``now``)."""
     ends = {
-        child_id: {
+        node_id: {
             "phase": "Failed",
-            "message": MESSAGE.format(pod=nodes[pod_id].get("displayName") or pod_id),
-            "finishedAt": nodes[pod_id].get("finishedAt") or now,
+            "message": MESSAGE.format(pod=pod.rsplit(".", 1)[-1]),
+            "finishedAt": now,
         }
-        for child_id, pod_id in stranded(workflow)
+        for node_id, pod in stranded(workflow)
     }
     return {"status": {"nodes": ends}} if ends else None
