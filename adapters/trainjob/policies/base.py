@@ -122,6 +122,15 @@ def open_port(node: Json) -> None:
     wirelists.upsert_by_name(node.setdefault("ports", []), [{"containerPort": TRAINER_PORT}])
 
 
+def env_and_port(ctx: Context, ancestor: Ancestor | None, pod_spec: Json, env: list[Json]) -> None:
+    """``env`` upserted on the trainer's node container, and its port opened (jax.go,
+    xgboost.go); nothing when the job has none (``trainer_node``)."""
+    node = trainer_node(ctx, ancestor, pod_spec)
+    if node is not None:
+        wirelists.upsert_env(node, env)
+        open_port(node)
+
+
 def trainer_pod(spec: RuntimeSpec) -> Json | None:
     """The runtime's trainer-ancestor pod spec (before TrainJob fields), if any."""
     for rj in spec.template.spec.replicated_jobs:

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainweave.adapters.trainjob import wirelists
 from trainweave.adapters.trainjob.policies.base import (
     Context,
     Policy,
-    open_port,
+    env_and_port,
     rank0,
-    trainer_node,
 )
 from trainweave.adapters.trainjob.policies.shared import TRAINER_PORT, completion_index
 from trainweave.labels import Ancestor
@@ -27,19 +25,10 @@ class Jax(Policy):
     def enforce(
         self, ctx: Context, job: str, ancestor: Ancestor | None, pod_spec: dict[str, Any]
     ) -> int | None:
-        node = trainer_node(ctx, ancestor, pod_spec)
-        if node is None:
-            return None
-        wirelists.upsert_env(
-            node,
-            [
-                {"name": "JAX_NUM_PROCESSES", "value": str(ctx.num_nodes)},
-                {"name": "JAX_PROCESS_ID", "valueFrom": completion_index()},
-                {
-                    "name": "JAX_COORDINATOR_ADDRESS",
-                    "value": f"{rank0(ctx)}:{TRAINER_PORT}",
-                },
-            ],
-        )
-        open_port(node)
+        env: list[dict[str, Any]] = [
+            {"name": "JAX_NUM_PROCESSES", "value": str(ctx.num_nodes)},
+            {"name": "JAX_PROCESS_ID", "valueFrom": completion_index()},
+            {"name": "JAX_COORDINATOR_ADDRESS", "value": f"{rank0(ctx)}:{TRAINER_PORT}"},
+        ]
+        env_and_port(ctx, ancestor, pod_spec, env)
         return None

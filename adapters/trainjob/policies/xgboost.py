@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from trainweave.adapters.trainjob import wirelists
 from trainweave.adapters.trainjob.policies.base import (
     Context,
     Policy,
-    open_port,
+    env_and_port,
     rank0,
     reserved_env_errors,
-    trainer_node,
 )
 from trainweave.adapters.trainjob.policies.shared import (
     TRAINER_PORT,
@@ -40,21 +38,12 @@ class XGBoost(Policy):
     def enforce(
         self, ctx: Context, job: str, ancestor: Ancestor | None, pod_spec: dict[str, Any]
     ) -> int | None:
-        node = trainer_node(ctx, ancestor, pod_spec)
-        if node is None:
-            return None
         workers = ctx.num_nodes * max(1, gpus_per_node(ctx.resources))
-        wirelists.upsert_env(
-            node,
-            [
-                {
-                    "name": "DMLC_TRACKER_URI",
-                    "value": rank0(ctx),
-                },
-                {"name": "DMLC_TRACKER_PORT", "value": str(TRAINER_PORT)},
-                {"name": "DMLC_TASK_ID", "valueFrom": completion_index()},
-                {"name": "DMLC_NUM_WORKER", "value": str(workers)},
-            ],
-        )
-        open_port(node)
+        env: list[dict[str, Any]] = [
+            {"name": "DMLC_TRACKER_URI", "value": rank0(ctx)},
+            {"name": "DMLC_TRACKER_PORT", "value": str(TRAINER_PORT)},
+            {"name": "DMLC_TASK_ID", "valueFrom": completion_index()},
+            {"name": "DMLC_NUM_WORKER", "value": str(workers)},
+        ]
+        env_and_port(ctx, ancestor, pod_spec, env)
         return None
