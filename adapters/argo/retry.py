@@ -40,7 +40,7 @@ REQUEUE_ALLOWANCE = 10
 # Workflow's status, which must stay one API object: the bound keeps it finite.
 DISRUPTION_ALLOWANCE = 100
 # inferFailedReason's message, ``{codes}`` a regexp of exit codes; brackets, not backslashes, so
-# the same text is a Go regexp (expr-lang ``matches``) and a Python one (integrations.views.argo_view).
+# the same text is a Go regexp (expr-lang ``matches``) and a Python one (integrations.views.argo_nodes).
 EXIT_CODE_MESSAGE = "^[^:]+: [^(]*[(]exit code ({codes})[)]"
 
 
