@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 from .service_account import SA_NAMESPACE
@@ -35,10 +36,12 @@ class ControllerProc:
         kubeconfig: Path,
         crash_after_writes: int = 0,
         build: Path | None = None,
+        args: Sequence[str] = (),
     ) -> None:
         """``crash_after_writes`` > 0: the process dies right after that many writes
         (tests/e2e/crash_after_writes.py). ``build``: run the trainweave package tree there
-        (an earlier build, tests/e2e/old_build.py) instead of this checkout's."""
+        (an earlier build, tests/e2e/old_build.py) instead of this checkout's. ``args``: more
+        controller flags."""
         self.port = free_port()
         self.identity = identity
         self.lease_namespace, self.lease_name = SA_NAMESPACE, namespace
@@ -54,7 +57,7 @@ class ControllerProc:
             "--kubeconfig", str(kubeconfig), "--namespace", namespace,
             "--lease-namespace", self.lease_namespace, "--lease-name", self.lease_name,
             "--identity", identity,
-            "--bind", f"127.0.0.1:{self.port}", "--log-level", "DEBUG",
+            "--bind", f"127.0.0.1:{self.port}", "--log-level", "DEBUG", *args,
         ]  # fmt: skip
         env = {**os.environ, "PYTHONPATH": str(build)} if build else None
         self.proc = subprocess.Popen(
