@@ -53,6 +53,8 @@ class Options:
     ``trainweave.io/backoff-limits``; docs/controller.md). ``trainer_status``: the controller's
     status server is on (``--trainer-status``): the trainer's pods get Trainer's TrainJobStatus
     env, token and CA volume, and the CA ConfigMap is rendered (``adapters.trainjob_status``).
+    ``kept_position``: also render the gated Workloads of the later steps, so each keeps its
+    place in its queue from the start (``adapters.kueue.kept``), for ``kept_cap_seconds`` at most.
     """
 
     attempt: int = 0
@@ -66,6 +68,8 @@ class Options:
     service_account: str | None = None
     controller: bool = False
     trainer_status: ServerRef | None = None
+    kept_position: bool = False
+    kept_cap_seconds: int = 7200
 
 
 DEFAULTS = Options()  # the render of a fresh TrainJob: attempt 0, with the exit handler

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trainweave.adapters.argo import workflow
+from trainweave.adapters.kueue import kept
 from trainweave.adapters.options import DEFAULTS, Options, Owner
 from trainweave.adapters.trainjob import policies, trainer
 from trainweave.inputs import Runtime, TrainJob
@@ -44,6 +45,10 @@ def objects_of(pipeline: Pipeline, options: Options = DEFAULTS) -> list[Json]:
         ref = options.owner.reference()
         for obj in out:
             obj["metadata"]["ownerReferences"] = [ref]
+    if options.kept_position:  # plain owner, not controller (adapters.kueue.kept)
+        out += kept.kept_workloads(
+            pipeline, options.skip_steps, options.owner, options.kept_cap_seconds
+        )
     return out
 
 

@@ -96,6 +96,12 @@ def _parser() -> argparse.ArgumentParser:
         " judged by the controller (no retry expressions; disruptions never count)",
     )
     render.add_argument("--service-account", help="the Workflow's service account")
+    render.add_argument(
+        "--kept-position",
+        action="store_true",
+        help="with the gated Workloads of the later steps that `trainweave controller"
+        " --kept-position` creates at the start (their queue position kept; docs/admins.md)",
+    )
     render.set_defaults(handler=_render)
     plan = sub.add_parser("plan", help="preview the Kueue Workloads and whether each step fits")
     _inputs(plan)
@@ -187,6 +193,7 @@ def _render(args: argparse.Namespace) -> int:
         exit_cleanup=not (args.no_exit_cleanup or args.controller),
         service_account=args.service_account,
         controller=args.controller,
+        kept_position=args.kept_position,
     )
     options = render.with_ssh_keys(options, inputs.runtime, sshkeys.generate)  # as the controller
     try:

@@ -28,6 +28,14 @@ MAX_RESTARTS_ANNOTATION = "trainweave.io/max-restarts"  # JobSet maxRestarts, on
 # the controller keeps (a backoffLimit shared by a step's pods, pods of several containers), on
 # the Workflow (Argo retries each pod on its own and sees one container's exit code)
 BACKOFF_LIMITS_ANNOTATION = "trainweave.io/backoff-limits"
+# kept queue position (adapters/kueue/kept.py): a later step's Workload is created at the start,
+# held by this Kueue admission gate until its predecessors succeed; the steps it waits for and how
+# long its position is kept (seconds) are annotations on it; a ClusterQueue annotated
+# kept-position: "false" opts its queues out
+KEPT_GATE = "trainweave.io/predecessors"
+KEPT_AFTER_ANNOTATION = "trainweave.io/kept-after"
+KEPT_FOR_ANNOTATION = "trainweave.io/kept-for-seconds"
+KEPT_POSITION_ANNOTATION = "trainweave.io/kept-position"
 
 # --- Kueue (plain-pod groups) ------------------------------------------------
 KUEUE_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
@@ -49,6 +57,8 @@ KUEUE_PODSET_SLICE_CONSTRAINTS = "kueue.x-k8s.io/podset-slice-required-topology-
 KUEUE_PODSET_GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
 KUEUE_TOPOLOGY_GATE = "kueue.x-k8s.io/topology"  # the scheduling gate until TAS-assigned
 KUEUE_RESOURCE_IN_USE = "kueue.x-k8s.io/resource-in-use"  # Workload finalizer
+# comma-separated admission gates on a Workload (kueue v0.19.2 pkg/constants, AdmissionGatedBy)
+KUEUE_ADMISSION_GATED_BY = "kueue.x-k8s.io/admission-gated-by"
 
 # --- Argo (v4.0.7 pkg/apis/workflow/v1alpha1) --------------------------------
 ARGO_WORKFLOW = "workflows.argoproj.io/workflow"  # on every pod of a Workflow
@@ -137,6 +147,9 @@ class EventReason(enum.StrEnum):
     STEP_DISRUPTED = "StepDisrupted"
     # Trainer v2.3.0's reason when it cannot create a TrainJob's objects (trainjob_controller.go)
     RESOURCES_CREATION_FAILED = "TrainJobResourcesCreationFailed"
+    # kept queue position (integrations/views/kept.py): a step's gate lifted, or its position given up
+    STEP_UNGATED = "StepUngated"
+    KEPT_POSITION_EXPIRED = "KeptPositionExpired"
 
 
 class TrainJobState(enum.StrEnum):

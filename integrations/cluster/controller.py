@@ -53,6 +53,7 @@ class Config:
     identity: str = f"{socket.gethostname()}-{os.getpid()}"
     lease_duration: int = 15
     retry_period: float = 2.0
+    kept_position_cap: int | None = None  # seconds; None: no kept queue position (the default)
 
 
 def utcnow() -> datetime:
@@ -125,7 +126,7 @@ class Controller:
             "pods": self.pods,
             "workloads": self.workloads,
         }
-        self.executor = Executor(self.send, renderer, now)
+        self.executor = Executor(self.send, renderer, now, config.kept_position_cap)
         self.stopped = threading.Event()
 
     # --- event mapping ------------------------------------------------------------

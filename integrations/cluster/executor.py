@@ -21,7 +21,9 @@ import yaml
 
 from trainweave import labels, sshkeys
 from trainweave.adapters import names, render
+from trainweave.adapters.kueue import kept
 from trainweave.errors import InputError, InputErrors
+from trainweave.integrations.cluster import kept_queues
 from trainweave.integrations.views import api, reconcile
 from trainweave.integrations.views.bodies import Body, Meta, TrainJobBody, obj_at
 from trainweave.integrations.views.rollup import set_condition
@@ -86,10 +88,19 @@ def _snapshot(text: str, source: str) -> Json:
 class Executor:
     """Sends the actions' requests through ``send``; builds children with ``renderer``."""
 
-    def __init__(self, send: api.Send, renderer: Renderer, now: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        send: api.Send,
+        renderer: Renderer,
+        now: Callable[[], datetime],
+        kept_cap_seconds: int | None = None,
+    ) -> None:
+        """``kept_cap_seconds``: kept queue position on (``--kept-position``), for at most
+        that long (``adapters.kueue.kept``); None: off."""
         self.send = send
         self.renderer = renderer
         self.now = now
+        self.kept_cap_seconds = kept_cap_seconds
 
     def run(self, todo: reconcile.Actions, trainjob: Json) -> None:
         """Send everything in order; 404 on delete and status of a gone object is fine."""
@@ -124,6 +135,8 @@ class Executor:
             ),
             exit_cleanup=False,
             controller=True,
+            kept_position=self.kept_cap_seconds is not None,
+            kept_cap_seconds=self.kept_cap_seconds or 0,
         )
         try:
             runtime = self._runtime(trainjob)
@@ -131,7 +144,10 @@ class Executor:
         except InputErrors as errs:
             self._fail(trainjob, errs.reason, str(errs.errors[0]))
             return
+        opted_out = kept_queues.opted_out(self.send, str(meta["namespace"]), objs)
         for obj in sorted(objs, key=lambda o: o.get("kind") == "Workflow"):
+            if kept.is_kept(obj) and obj["spec"].get("queueName") in opted_out:
+                continue
             self._create_or_adopt(obj, str(meta["uid"]))
 
     def _runtime(self, trainjob: Json) -> Json:
@@ -180,6 +196,10 @@ class Executor:
         if kind is api.SECRET:
             # The controller may create Secrets but never read one (docs/security.md): the MPI
             # SSH Secret of this name is taken as the one an earlier reconcile created.
+            return
+        if kind is api.WORKLOAD:
+            # a kept Workload (adapters.kueue.kept): ours from an earlier reconcile, or one
+            # Kueue built for the group; either way the step queues, only the position differs
             return
         existing = self.send(api.get(kind, meta["namespace"], meta["name"]))
         if not Meta.of(existing).controlled_by(owner_uid):

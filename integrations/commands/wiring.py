@@ -53,6 +53,20 @@ def add_commands(
     ctl.add_argument("--lease-name", default="trainweave-controller")
     ctl.add_argument("--identity", default=None, help="leader election identity (default host-pid)")
     ctl.add_argument("--log-level", default="INFO")
+    ctl.add_argument(
+        "--kept-position",
+        action="store_true",
+        help="create later steps' Workloads gated at the start, so each step queues as of its"
+        " TrainJob's start (off by default; a ClusterQueue annotated"
+        " trainweave.io/kept-position=false opts out; docs/admins.md)",
+    )
+    ctl.add_argument(
+        "--kept-position-cap",
+        type=int,
+        default=7200,
+        metavar="SECONDS",
+        help="give a kept position up after this long (default 7200: 2 h)",
+    )
     _trainjob_status_flags(ctl)
     ctl.set_defaults(handler=_controller)
 
@@ -99,6 +113,14 @@ def _controller(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if args.kept_position_cap <= 0:
+        raise InputErrors(
+            [
+                InputError(
+                    "--kept-position-cap", "must be a positive number of seconds", "(command line)"
+                )
+            ]
+        )
     fields = {
         "namespace": args.namespace,
         "bind": args.bind,
@@ -107,6 +129,7 @@ def _controller(args: argparse.Namespace) -> int:
         "leader_elect": not args.no_leader_elect,
         "lease_namespace": args.lease_namespace,
         "lease_name": args.lease_name,
+        "kept_position_cap": args.kept_position_cap if args.kept_position else None,
     }
     if args.identity:
         fields["identity"] = args.identity

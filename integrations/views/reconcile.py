@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from trainweave import labels
-from trainweave.integrations.views import api, disruption, quota, stranded
+from trainweave.integrations.views import api, disruption, kept, quota, stranded
 from trainweave.integrations.views import verdict as judging
 from trainweave.integrations.views.argo_nodes import workflow_of
 from trainweave.integrations.views.argo_view import FAILED, WorkflowView
@@ -115,6 +115,7 @@ def actions(obs: Observed, now: datetime) -> Actions:
     out.requests += releases(obs, done_for_good)
     if not finished:
         _lifecycle(obs, prog, suspend, out, now)
+        _kept(obs, out, now)
     records = quota_records(obs, now)
     _quota(obs, records, now, out)
     done = {group for group, _, _ in done_for_good}
@@ -133,8 +134,20 @@ def actions(obs: Observed, now: datetime) -> Actions:
             kind = EventType.WARNING if failed else EventType.NORMAL
             out.after_start.append(event(tj, kind, cond["reason"], cond["message"], now))
     if desired.deadline is not None and not finished:
-        out.requeue_after = max(0.0, (desired.deadline - now).total_seconds()) + 0.05
+        deadline = max(0.0, (desired.deadline - now).total_seconds()) + 0.05
+        kept_at = out.requeue_after
+        out.requeue_after = deadline if kept_at is None else min(deadline, kept_at)
     return out
+
+
+def _kept(obs: Observed, out: Actions, now: datetime) -> None:
+    """Kept queue positions (``kept.actions``): gates lifted, positions given up."""
+    todo = kept.actions(obs, now)
+    out.requests += todo.requests
+    out.after_start += [
+        event(obs.trainjob, EventType.NORMAL, r, m, now) for r, m in kept.messages(todo)
+    ]
+    out.requeue_after = todo.requeue_after
 
 
 def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Actions, now: datetime) -> None:

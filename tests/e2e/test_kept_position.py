@@ -1,0 +1,114 @@
+"""Kept queue position on the engines (docs/admins.md "Kept queue position", design D21).
+
+Three llm-finetune pipelines on a GPU ClusterQueue with room for one trainer (2 GPUs): C holds
+the GPUs first; A (older, initializers 8 s) and B (newer, initializers 1 s) then both wait for
+them. Kueue admits the older Workload first (kueue v0.19.2 ``GetQueueOrderTimestamp``: creation
+time). Without kept position B's trainer Workload is created first (when its pods are), so B's
+trainer is admitted before A's; with ``--kept-position`` A's trainer Workload was created, gated,
+at A's start, Kueue adopted it when A's pods came, and A's trainer is admitted first.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from .controller_proc import ControllerProc
+from .kube import KUEUE, Kube, condition, condition_is, wait_until
+from .pipelines import apply, example, wait_condition
+
+pytestmark = pytest.mark.e2e
+Json = dict[str, Any]
+GATE = "kueue.x-k8s.io/admission-gated-by"
+
+
+@pytest.fixture
+def kept_controller(
+    kube: Kube, namespace: str, controller_kubeconfig: Path
+) -> Iterator[Callable[[bool], ControllerProc]]:
+    """Start the test's controller, with ``--kept-position`` or without."""
+    procs: list[ControllerProc] = []
+
+    def start(kept: bool) -> ControllerProc:
+        args = ["--kept-position"] if kept else []
+        p = ControllerProc(namespace, "a", controller_kubeconfig, args=args)
+        procs.append(p)
+        wait_until("controller ready", lambda: p.get("/readyz")[0] == 200, timeout=60)
+        return p
+
+    yield start
+    for p in procs:
+        p.stop(signal.SIGKILL)
+    if procs:
+        try:
+            client.CoordinationV1Api(kube.api).delete_namespaced_lease(
+                procs[0].lease_name, procs[0].lease_namespace
+            )
+        except client.ApiException as e:
+            if e.status != 404:
+                raise
+
+
+def _pipeline(kube: Kube, ns: str, name: str, init: str, node: str) -> None:
+    durations = {"dataset-initializer": init, "model-initializer": init, "node": node}
+    tj, rt = example(ns, name, nodes=1, gpus=2, durations=durations, runtime_name=f"rt-{name}")
+    tj["spec"]["runtimeRef"]["name"] = f"rt-{name}"
+    apply(kube, ns, tj, rt)
+
+
+def _trainer(kube: Kube, ns: str, tj: str) -> Json | None:
+    return kube.get(KUEUE, "workloads", f"{tj}-node-a0", ns)
+
+
+def _admitted(kube: Kube, ns: str, tj: str) -> bool:
+    return condition_is(_trainer(kube, ns, tj), "Admitted")
+
+
+@pytest.mark.parametrize("kept", [False, True], ids=["without", "with-kept-position"])
+def test_the_older_pipeline_keeps_its_place(
+    kube: Kube,
+    namespace: str,
+    queues: Callable[..., None],
+    kept_controller: Callable[[bool], ControllerProc],
+    kept: bool,
+) -> None:
+    queues(gpu_quota=2)
+    kept_controller(kept)
+    _pipeline(kube, namespace, "c", "1s", "30s")
+    wait_until("C's trainer admitted", lambda: _admitted(kube, namespace, "c"), timeout=90)
+    _pipeline(kube, namespace, "a", "8s", "1s")
+    if kept:  # A's later steps exist from its start, gated, holding nothing
+        gated = wait_until("A's trainer Workload", lambda: _trainer(kube, namespace, "a"))
+        assert gated["metadata"]["annotations"][GATE] == "trainweave.io/predecessors"
+        reserved = wait_until(
+            "A's trainer AdmissionGated",
+            lambda: condition(_trainer(kube, namespace, "a") or {}, "QuotaReserved"),
+        )
+        assert (reserved["status"], reserved["reason"]) == ("False", "AdmissionGated")
+        kept_uid = gated["metadata"]["uid"]
+    _pipeline(kube, namespace, "b", "1s", "1s")
+
+    def both_waiting() -> bool:
+        wls = [_trainer(kube, namespace, t) for t in ("a", "b")]
+        return all(wl and GATE not in (wl["metadata"].get("annotations") or {}) for wl in wls)
+
+    wait_until("A's and B's trainers both queued", both_waiting, timeout=60)
+    assert _admitted(kube, namespace, "c"), "C's trainer ended before A and B both queued"
+    assert not _admitted(kube, namespace, "a") and not _admitted(kube, namespace, "b")
+
+    def first() -> str:
+        return "".join(t for t in ("a", "b") if _admitted(kube, namespace, t))
+
+    winner = wait_until("a trainer admitted after C's", first, timeout=90, interval=0.1)
+    assert winner == ("a" if kept else "b")
+    a_wl = _trainer(kube, namespace, "a")
+    assert a_wl is not None
+    if kept:  # Kueue adopted the Workload made at A's start: same object, same creation time
+        assert a_wl["metadata"]["uid"] == kept_uid
+    for tj in ("a", "b", "c"):
+        wait_condition(kube, namespace, "Complete", timeout=120, name=tj)
