@@ -14,6 +14,8 @@ import pytest
 from tests.oracle import status_oracle
 from tests.unit.test_trainer_status import DECODED, INVALID
 from trainweave import trainer_status as ts
+from trainweave.integrations.cluster import status_server as ss
+from trainweave.integrations.views import api
 
 pytestmark = pytest.mark.schema  # hack/status_oracle and the Trainer module: needs Go
 
@@ -51,28 +53,40 @@ MORE = [
     '{"trainerStatus": {"metrics": [{"name": "\\u00e9t\\u00e9", "value": "\\ud83d\\ude00"}]}}',
     '{"trainerStatus": {"metrics": [{"name": "m", "value": "' + "v" * 70 + '"}]}}',
 ]
-BODIES = [str(p.values[0]) for p in INVALID + DECODED] + MORE
+HUGE = '{"trainerStatus": {"metrics": [' + '{"name":"m","value":"0.5"},' * 40000 + "]}}"
+BODIES = [str(p.values[0]) for p in INVALID + DECODED] + MORE + [HUGE]
 
 
 def ours(body: str, authorized: bool) -> Json:
-    """What trainweave's server answers and applies (the order its handler follows)."""
-    if not authorized:
-        return {"code": 403, "response": ts.failure(ts.FORBIDDEN), "apply": None}
-    try:
-        decoded = ts.decode(body.encode())
-    except ts.Refusal as err:
-        return {"code": err.code, "response": ts.failure(err), "apply": None}
-    apply = None if decoded is None else ts.apply_body("default", "test-job", decoded)
-    return {"code": 200, "response": ts.echo(decoded), "apply": apply}
+    """What trainweave's server (``StatusServer.answer``) answers and applies; the API server is
+    a fake whose TokenReview says ``authorized`` and which records the status apply."""
+    applied: list[Json] = []
+
+    def send(req: api.Request) -> Json:
+        assert req.body is not None
+        if req.path == ss.TOKEN_REVIEWS:
+            aud = req.body["spec"]["audiences"]
+            user = {"username": "system:serviceaccount:default:trainer"}
+            return {"status": {"authenticated": authorized, "audiences": aud, "user": user}}
+        applied.append(req.body)
+        return req.body
+
+    data = body.encode()
+    path = ts.status_url("default", "test-job")
+    code, doc = ss.StatusServer(send).answer("POST", path, "Bearer t", len(data), lambda: data)
+    return {"code": code, "response": doc, "apply": applied[0] if applied else None}
+
+
+REQUESTS = [(b, True) for b in BODIES] + [(BODIES[0], False), (HUGE, False)]
 
 
 @pytest.fixture(scope="module")
 def answers() -> list[Json]:
-    return status_oracle.upstream([(b, True) for b in BODIES] + [(BODIES[0], False)])
+    return status_oracle.upstream(REQUESTS)
 
 
 def test_same_answers_and_patches(answers: list[Json]) -> None:
-    requests = [(b, True) for b in BODIES] + [(BODIES[0], False)]
+    requests = REQUESTS
     assert len(answers) == len(requests) >= 45
     differences = [
         (body, want, ours(body, authorized))
