@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from trainweave.adapters import trainjob_status
 from trainweave.adapters.argo import workflow
 from trainweave.adapters.kueue import kept
 from trainweave.adapters.options import DEFAULTS, Options, Owner
@@ -33,6 +34,9 @@ def render(trainjob: TrainJob, runtime: Runtime, options: Options = DEFAULTS) ->
     pipeline = trainer.to_pipeline(
         trainjob, runtime, attempt=options.attempt, default_queue=options.default_queue
     )
+    if options.trainer_status is not None:  # Trainer's TrainJobStatus plugin (--trainjob-status)
+        tj_env = trainjob.spec.trainer.env if trainjob.spec.trainer else []
+        pipeline = trainjob_status.enforce(pipeline, options.trainer_status, tj_env)
     return objects_of(pipeline, options)
 
 
@@ -41,6 +45,8 @@ def objects_of(pipeline: Pipeline, options: Options = DEFAULTS) -> list[Json]:
     out = workflow.render(pipeline, options)
     if pipeline.policy is not None:
         out += pipeline.policy.secrets(pipeline, options.ssh_keys)
+    if options.trainer_status is not None:
+        out.append(trainjob_status.ca_config_map(options.trainer_status, pipeline))
     if options.owner is not None:
         ref = options.owner.reference()
         for obj in out:

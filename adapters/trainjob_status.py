@@ -12,6 +12,8 @@
   The TrainJob's own ``spec.trainer.env`` is upserted again afterwards: upstream's JobSet builder
   applies it after every plugin (``builder.go`` Trainer()), so it wins on the same name.
 - Build: that ConfigMap, in the TrainJob's namespace, holding the server's CA certificate.
+
+``adapters.render.render`` calls both when ``Options.trainer_status`` is set.
 """
 
 from __future__ import annotations
@@ -22,10 +24,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from trainweave import trainer_status as ts
-from trainweave.adapters import render as render_
-from trainweave.adapters.options import Options
-from trainweave.adapters.trainjob import trainer, wirelists
-from trainweave.inputs import Runtime, TrainJob
+from trainweave.adapters.trainjob import wirelists
 from trainweave.labels import Ancestor
 from trainweave.model import Job, Pipeline
 from trainweave.trainer_status import ServerRef
@@ -71,12 +70,15 @@ def volume(namespace: str, name: str) -> Json:
     }
 
 
-def ca_config_map(server: ServerRef, namespace: str, name: str) -> Json:
+def ca_config_map(server: ServerRef, pipeline: Pipeline) -> Json:
     """trainjobstatus.go buildStatusServerCaCrtConfigMap (the owner comes with every object)."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": ts.ca_config_map_name(name), "namespace": namespace},
+        "metadata": {
+            "name": ts.ca_config_map_name(pipeline.name),
+            "namespace": pipeline.namespace,
+        },
         "data": {ts.CA_CERT_KEY: server.ca_pem},
     }
 
@@ -108,20 +110,3 @@ def enforce(pipeline: Pipeline, server: ServerRef, trainer_env: Iterable[Json] =
         for step in pipeline.steps
     )
     return dataclasses.replace(pipeline, steps=steps)
-
-
-def render(trainjob: TrainJob, runtime: Runtime, options: Options) -> list[Json]:
-    """``adapters.render.render`` with the plugin when ``options.trainer_status`` is set: the
-    trainer's pods as ``enforce`` makes them, the CA ConfigMap after the other objects."""
-    if options.trainer_status is None:
-        return render_.render(trainjob, runtime, options)
-    server = options.trainer_status
-    pipeline = trainer.to_pipeline(
-        trainjob, runtime, attempt=options.attempt, default_queue=options.default_queue
-    )
-    tj_env = trainjob.spec.trainer.env if trainjob.spec.trainer else []
-    out = render_.objects_of(enforce(pipeline, server, tj_env), options)
-    config_map = ca_config_map(server, pipeline.namespace, pipeline.name)
-    if options.owner is not None:
-        config_map["metadata"]["ownerReferences"] = [options.owner.reference()]
-    return [*out, config_map]

@@ -43,7 +43,7 @@ from typing import Any
 
 from trainweave import trainer_status as ts
 from trainweave.adapters.options import Options
-from trainweave.integrations.cluster.executor import Renderer, _input
+from trainweave.integrations.cluster.executor import Renderer, adapters_renderer
 from trainweave.integrations.views import api
 from trainweave.trainer_status import ServerRef
 
@@ -318,15 +318,9 @@ def start(
 
 def renderer(ref: ServerRef, default_queue: str | None) -> Renderer:
     """``executor.adapters_renderer`` with the plugin on (``Options.trainer_status``)."""
-    from trainweave import inputs
-    from trainweave.adapters import trainjob_status
+    base = adapters_renderer(default_queue)
 
     def run(trainjob: Json, runtime: Json, options: Options) -> list[Json]:
-        tj = inputs.parse_trainjob(_input(trainjob), "TrainJob")
-        kind = runtime.get("kind")
-        source = kind if kind in ("TrainingRuntime", "ClusterTrainingRuntime") else "runtime"
-        rt = inputs.parse_runtime(_input(runtime), source)
-        opts = dataclasses.replace(options, default_queue=default_queue, trainer_status=ref)
-        return trainjob_status.render(tj, rt, opts)
+        return base(trainjob, runtime, dataclasses.replace(options, trainer_status=ref))
 
     return run

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from tests.unit.examples import NAMES, TEST_KEYS, example_files, render_example
-from trainweave.adapters import render, trainjob_status
+from trainweave.adapters import render
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.labels import TRAINJOB_ANCESTOR
 from trainweave.trainer_status import ServerRef
@@ -32,7 +32,7 @@ def rendered(name: str, server: ServerRef | None, env: list[Json] | None = None)
     job = parse_trainjob(doc)
     runtime = parse_runtime(yaml.safe_load(runtime_file.read_text()))
     options = render.Options(ssh_keys=TEST_KEYS, owner=OWNER, trainer_status=server)
-    return trainjob_status.render(job, runtime, options)
+    return render.render(job, runtime, options)
 
 
 def trainer_pods(objs: list[Json]) -> list[Json]:
@@ -52,7 +52,7 @@ def test_off_is_the_plain_render(name: str) -> None:
     job = parse_trainjob(yaml.safe_load(trainjob.read_text()))
     runtime = parse_runtime(yaml.safe_load(runtime_file.read_text()))
     options = render.Options(ssh_keys=TEST_KEYS)
-    assert trainjob_status.render(job, runtime, options) == render_example(name)
+    assert render.render(job, runtime, options) == render_example(name)
 
 
 @pytest.mark.parametrize("name", NAMES)
