@@ -14,11 +14,13 @@ import math
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from trainweave import files, yamlout
 from trainweave.errors import InputError, InputErrors
 from trainweave.model import Pipeline
+from trainweave.trainer_status import ServerRef
 
 _RUNTIME_PATHS = ("spec.template", "spec.mlPolicy", "spec.podGroupPolicy", "replicatedJob")
 _CLI = "(command line)"
@@ -101,6 +103,15 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with the gated Workloads of the later steps that `trainweave controller"
         " --kept-position` creates at the start (their queue position kept; docs/admins.md)",
+    )
+    render.add_argument(
+        "--trainjob-status-url",
+        metavar="URL",
+        help="with --trainjob-status-ca: what `trainweave controller --trainjob-status` adds"
+        " (Trainer's TrainJobStatus env, token and CA volume, the <name>-tls-config ConfigMap)",
+    )
+    render.add_argument(
+        "--trainjob-status-ca", metavar="CA.crt", help="the status server's CA certificate (PEM)"
     )
     render.set_defaults(handler=_render)
     plan = sub.add_parser("plan", help="preview the Kueue Workloads and whether each step fits")
@@ -194,6 +205,7 @@ def _render(args: argparse.Namespace) -> int:
         service_account=args.service_account,
         controller=args.controller,
         kept_position=args.kept_position,
+        trainer_status=_trainjob_status(args.trainjob_status_url, args.trainjob_status_ca),
     )
     options = render.with_ssh_keys(options, inputs.runtime, sshkeys.generate)  # as the controller
     try:
@@ -210,6 +222,28 @@ def _render(args: argparse.Namespace) -> int:
         )
     _emit(manifests, args.output)
     return 0
+
+
+def _trainjob_status(url: str | None, ca: str | None) -> ServerRef | None:
+    """``render --trainjob-status-url URL --trainjob-status-ca FILE``: the server the pods get."""
+    if url is None and ca is None:
+        return None
+    if url is None or ca is None:
+        missing = "--trainjob-status-url" if url is None else "--trainjob-status-ca"
+        other = "--trainjob-status-ca" if url is None else "--trainjob-status-url"
+        raise InputErrors([InputError(missing, f"must be given with {other}", _CLI)])
+    if not url.startswith("https://") or len(url) == len("https://"):
+        why = f"must be an https:// URL (the pods verify the server with the CA), got {url!r}"
+        raise InputErrors([InputError("--trainjob-status-url", why, _CLI)])
+    try:
+        text = Path(ca).read_text()
+    except OSError as exc:
+        raise InputErrors([InputError("(file)", exc.strerror or str(exc), ca or "''")]) from None
+    except UnicodeDecodeError:
+        raise InputErrors([InputError("(file)", "is not UTF-8 text", ca)]) from None
+    if "-----BEGIN CERTIFICATE-----" not in text:
+        raise InputErrors([InputError("(file)", "is not a PEM certificate", ca)])
+    return ServerRef(url, text)
 
 
 def _shared_backoff_limits(inputs: files.Inputs, manifests: list[dict[str, Any]]) -> list[str]:

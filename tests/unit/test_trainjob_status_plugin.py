@@ -8,6 +8,7 @@ env, the read-only mount and the projected token + CA volume on every trainer co
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -121,3 +122,73 @@ def test_trainjob_env_wins_on_node() -> None:
 def test_server_ref_is_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         SERVER.url = "x"  # type: ignore[misc]
+
+
+def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    from trainweave import cli
+
+    trainjob, runtime_file, _ = example_files("llm-finetune")
+    code = cli.main(["render", str(trainjob), "--runtime", str(runtime_file), *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_render_shows_what_the_controller_adds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ca = tmp_path / "ca.crt"
+    ca.write_text(SERVER.ca_pem)
+    url = "https://trainweave-controller.trainweave-system.svc:10443"
+    code, out, _ = _cli(
+        ["--controller", "--trainjob-status-url", url, "--trainjob-status-ca", str(ca)], capsys
+    )
+    assert code == 0
+    docs = list(yaml.safe_load_all(out))
+    (cm,) = [d for d in docs if d["metadata"]["name"].endswith("-tls-config")]
+    assert cm["data"] == {"ca.crt": SERVER.ca_pem}
+    assert "KUBEFLOW_TRAINER_SERVER_URL" in out and f"{url}/apis/trainer.kubeflow.org" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            ["--trainjob-status-url", "https://x"],
+            "error: (command line): --trainjob-status-ca: must be given with --trainjob-status-url",
+            id="url alone",
+        ),
+        pytest.param(
+            ["--trainjob-status-ca", "CA"],
+            "error: (command line): --trainjob-status-url: must be given with --trainjob-status-ca",
+            id="ca alone",
+        ),
+        pytest.param(
+            ["--trainjob-status-url", "http://x", "--trainjob-status-ca", "CA"],
+            "error: (command line): --trainjob-status-url: must be an https:// URL (the pods"
+            " verify the server with the CA), got 'http://x'",
+            id="not https",
+        ),
+        pytest.param(
+            ["--trainjob-status-url", "https://x", "--trainjob-status-ca", "NOPE"],
+            "error: NOPE: (file): No such file or directory",
+            id="no such file",
+        ),
+        pytest.param(
+            ["--trainjob-status-url", "https://x", "--trainjob-status-ca", "TEXT"],
+            "error: TEXT: (file): is not a PEM certificate",
+            id="not a certificate",
+        ),
+    ],
+)
+def test_cli_refusals(
+    args: list[str],
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (tmp_path / "CA").write_text(SERVER.ca_pem)
+    (tmp_path / "TEXT").write_text("hello\n")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _cli(args, capsys)
+    assert (code, out, err.strip()) == (2, "", message)
