@@ -108,6 +108,10 @@ def print_status(obs: Observed, now: datetime, out: TextIO) -> None:
             f"  job {js['name']}: active={js['active']} ready={js['ready']} "
             f"succeeded={js['succeeded']} failed={js['failed']} suspended={js['suspended']}\n"
         )
+    for q in records:
+        if q.evictions:
+            told = ", ".join(f"{reason} x{n}" for reason, n in q.evictions.items())
+            out.write(f"  evicted {q.step} ({q.workload}): {told}\n")
     for v in obs.owned_views:
         for line in disruption_lines(v):
             out.write(f"  {line}\n")

@@ -85,6 +85,8 @@ class StepQuota:
     wait_seconds: float | None = None
     hold_seconds: float = 0.0
     resource_seconds: dict[str, float] = field(default_factory=dict)
+    # Kueue's ``status.schedulingStats.evictions``: count per reason (PodsReadyTimeout, Preempted..)
+    evictions: dict[str, int] = field(default_factory=dict)
 
     @property
     def gpu_hours(self) -> float:
@@ -158,7 +160,18 @@ def step_quota(workload: Json, info: Mapping[str, Any], now: datetime) -> StepQu
         wait_seconds=wait,
         hold_seconds=round(hold, 3),
         resource_seconds={k: round(float(v) * hold, 3) for k, v in sorted(usage.items())},
+        evictions=_evictions(status),
     )
+
+
+def _evictions(status: Json) -> dict[str, int]:
+    """Evictions per reason, summed over Kueue's ``schedulingStats.evictions`` entries (one per
+    reason and underlying cause)."""
+    out: dict[str, int] = {}
+    for ev in (status.get("schedulingStats") or {}).get("evictions") or []:
+        reason = str(ev.get("reason") or "")
+        out[reason] = out.get(reason, 0) + int(ev.get("count") or 0)
+    return dict(sorted(out.items()))
 
 
 def merge(previous: Iterable[StepQuota], current: Iterable[StepQuota]) -> list[StepQuota]:

@@ -268,3 +268,16 @@ def test_two_kueue_preemptions_cost_no_retry_and_real_failures_after_count(
     stopped = {p for m in marks for p in m.pods}
     assert stopped == {"node-0-0(0)", "node-0-1(0)", "node-0-0(1)", "node-0-1(1)"}, stopped
     assert spent(wf) == {"node-0-0": 2, "node-0-1": 2}  # the two exit 3s, not the preemptions
+    status = subprocess.run(
+        [sys.executable, "-m", "trainweave.cli", "status", "ft", "-n", namespace,
+         "--kubeconfig", str(default_kubeconfig())],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    lines = status.stdout.splitlines()
+    disrupted = [ln.strip() for ln in lines if ln.strip().startswith("disrupted node:")]
+    assert len(disrupted) == len(marks), status.stdout
+    assert all("WorkloadEvictedDueToPreempted" in ln for ln in disrupted), status.stdout
+    assert "  retries counted node/node: node-0-0=2, node-0-1=2 (budget 2 per pod)" in lines, (
+        status.stdout
+    )
+    print(f"\n$ trainweave status ft\n{status.stdout}")

@@ -148,3 +148,31 @@ def test_decode_reads_states_as_the_enum_and_skips_unknown_ones() -> None:
     (record,) = quota.decode(text)
     assert (record.workload, record.state) == ("a", quota.QuotaState.ADMITTED)
     assert record.state in quota.HOLDING
+
+
+def test_evictions_are_kept_in_the_record() -> None:
+    """Kueue's schedulingStats.evictions (per reason and cause) summed per reason, and kept in
+    the annotation once the Workload is gone."""
+    wl = {
+        "metadata": {"name": "ft-node-a0", "creationTimestamp": "2026-11-01T10:00:00Z"},
+        "spec": {"queueName": "gpu"},
+        "status": {
+            "conditions": [],
+            "schedulingStats": {
+                "evictions": [
+                    {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 1},
+                    {"reason": "Preempted", "underlyingCause": "InClusterQueue", "count": 2},
+                    {
+                        "reason": "PodsReadyTimeout",
+                        "underlyingCause": "WaitForRecovery",
+                        "count": 1,
+                    },
+                ]
+            },
+        },
+    }
+    q = quota.step_quota(wl, {"step": "node", "role": "trainer"}, datetime(2026, 11, 1, tzinfo=UTC))
+    assert q.evictions == {"PodsReadyTimeout": 2, "Preempted": 2}
+    (back,) = quota.decode(quota.encode([q]))
+    assert back.evictions == q.evictions
+    assert '"evictions":{"PodsReadyTimeout":2,"Preempted":2}' in quota.encode([q])
