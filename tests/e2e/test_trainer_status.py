@@ -100,6 +100,7 @@ def expired(good: str) -> str:
     claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
     now = int(time.time())
     claims.update(iat=now - 7200, nbf=now - 7200, exp=now - 3600)
+    assert SA_KEY.exists(), f"{SA_KEY}: the local control plane's service-account signing key"
     key = serialization.load_pem_private_key(SA_KEY.read_bytes(), None)
     assert isinstance(key, rsa.RSAPrivateKey)
     signing_input = f"{header}.{_b64(json.dumps(claims).encode())}"
