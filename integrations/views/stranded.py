@@ -37,9 +37,9 @@ def stranded(workflow: Json) -> list[tuple[str, str]]:
     out = []
     for node_id, node in sorted(nodes.items()):
         pod, dot, _ = str(node.get("name") or "").rpartition(".")
-        if node.get("type") == "Container" and dot and pod in failed:
-            if node.get("phase", "") in _OPEN:
-                out.append((str(node_id), pod))
+        is_open = node.get("phase", "") in _OPEN
+        if node.get("type") == "Container" and dot and pod in failed and is_open:
+            out.append((str(node_id), pod))
     return out
 
 

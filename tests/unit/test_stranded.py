@@ -80,4 +80,6 @@ def test_reconcile_patches_the_workflow_status_once() -> None:
     assert [(r.method, r.path) for r in patches] == [
         ("PATCH", "/apis/argoproj.io/v1alpha1/namespaces/ns/workflows/ft")
     ]
-    assert set(patches[0].body["status"]["nodes"]) == {c for c, _ in stranded.stranded(wf)}
+    body = patches[0].body
+    assert body is not None
+    assert set(body["status"]["nodes"]) == {c for c, _ in stranded.stranded(wf)}
