@@ -135,7 +135,7 @@ class Executor:
             ),
             exit_cleanup=False,
             controller=True,
-            kept_position=self.kept_cap_seconds is not None,
+            kept_position=self.kept_cap_seconds is not None and not st.suspend,
             kept_cap_seconds=self.kept_cap_seconds or 0,
         )
         try:

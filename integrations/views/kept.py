@@ -12,7 +12,9 @@ pods yet:
   step queues as of its pods, as without kept position; otherwise the reconcile is requeued at
   that age, so the position is given up while the gate still holds it.
 
-A Workload whose pods exist is Kueue's (it drops the gate itself when the first pod arrives).
+A suspended TrainJob's are deleted (resumed, its steps queue as of their pods). A Workload whose
+pods exist is Kueue's (it drops the gate itself when the first pod arrives). A held Workload is
+in no queue, so it has no quota record (``reconcile.quota_records``): no waiting Event or gauge.
 The kept Workloads of a Workflow that is stopped, failed or done are deleted by
 ``reconcile.releases`` like every step Workload of it, so nothing is admitted for a step that
 will not run.
@@ -26,7 +28,7 @@ from typing import Any
 
 from trainweave import labels
 from trainweave.integrations.views import api
-from trainweave.integrations.views.bodies import Meta
+from trainweave.integrations.views.bodies import Meta, TrainJobBody
 from trainweave.integrations.views.observed import Observed, group_of
 from trainweave.integrations.views.times import parse_time
 from trainweave.labels import EventReason
@@ -58,12 +60,18 @@ def _cap(wl: Json) -> float | None:
         return None
 
 
+def held(wl: Json) -> bool:
+    """``wl`` is a kept Workload still held by our gate: in no queue yet (so no quota record)."""
+    return labels.KEPT_GATE in gates(wl)
+
+
 def actions(obs: Observed, now: datetime) -> KeptActions:
     """What to do about the gated kept Workloads of the current segment of ``obs``."""
     out = KeptActions()
     latest = obs.progress.latest
     if latest is None or latest.terminal or latest.shutdown or latest.stopped_for:
         return out  # reconcile.releases deletes them
+    suspended = TrainJobBody.of(obs.trainjob).suspend
     done = obs.progress.done_steps | latest.succeeded_steps
     with_pods = {group_of(p) for p in obs.pods}
     for wl in obs.workloads:
@@ -71,12 +79,15 @@ def actions(obs: Observed, now: datetime) -> KeptActions:
         group = latest.groups.get(meta.name)
         if group is None or meta.deletion_timestamp or meta.name in with_pods:
             continue
-        if labels.KEPT_GATE not in gates(wl):
+        if not held(wl):
             continue
         ns = meta.namespace
         created = parse_time(meta.creation_timestamp)
         cap = _cap(wl)
         age = (now - created).total_seconds() if created is not None else 0.0
+        if suspended:  # a suspended pipeline keeps no place; resumed, it queues as of its pods
+            out.requests.append(api.delete(api.WORKLOAD, ns, meta.name, meta.uid))
+            continue
         if cap is not None and age >= cap:
             out.requests.append(api.delete(api.WORKLOAD, ns, meta.name, meta.uid))
             out.expired.append(group.step)

@@ -321,7 +321,7 @@ def quota_records(obs: Observed, now: datetime) -> list[quota.StepQuota]:
     return [
         quota.step_quota(wl, info[name], now)
         for wl in obs.workloads
-        if (name := Meta.of(wl).name) in info
+        if (name := Meta.of(wl).name) in info and not kept.held(wl)
     ]
 
 

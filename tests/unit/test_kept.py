@@ -241,3 +241,22 @@ def test_expiry_is_measured_from_creation() -> None:
     created = (NOW - timedelta(seconds=599)).strftime("%Y-%m-%dT%H:%M:%SZ")
     todo = kept.actions(_observed(RUNNING_INIT, _kept_wl(created=created)), NOW)
     assert todo.requests == [] and todo.requeue_after == pytest.approx(1.05)
+
+
+def test_a_suspended_pipeline_keeps_no_place() -> None:
+    obs = _observed(RUNNING_INIT, _kept_wl(), suspend=True)
+    tj = trainjob(suspend=True, annotations={L.ATTEMPTS_ANNOTATION: "1"})
+    obs = Observed(tj, obs.workflows, obs.pods, obs.workloads)
+    assert [r.method for r in kept.actions(obs, NOW).requests] == ["DELETE"]
+    rec = Recorder(RUNTIME | {LQ: LQ_OBJ, CQ: _cq({})})
+    Executor(rec, fake_renderer, lambda: NOW, kept_cap_seconds=7200).start(
+        trainjob(suspend=True), reconcile.Start(0, suspend=True)
+    )
+    assert not [r for r in rec.sent if r.path == CREATE_WL]
+
+
+def test_a_held_workload_has_no_quota_record_until_ungated() -> None:
+    assert reconcile.quota_records(_observed(RUNNING_INIT, _kept_wl()), NOW) == []
+    ungated = _kept_wl({L.KUEUE_ADMISSION_GATED_BY: ""})
+    (record,) = reconcile.quota_records(_observed(INIT_OK, ungated), NOW)
+    assert record.step == "trainer"
