@@ -121,3 +121,14 @@ ENDINGS: dict[str, tuple[Json, str, str, list[str]]] = {
         ["ft", "ft-r1"],
     ),
 }
+
+
+def for_upstream(ns: str, tj: Json, rt: Json) -> None:
+    """Queue wiring as Trainer + Kueue users write it: the TrainJob's queue-name label (one
+    Workload per TrainJob); no per-step queues, no Argo attempt knob (a Job's pod counts its
+    attempts in ``batch.kubernetes.io/job-index-failure-count``, which the kwok stage reads)."""
+    tj["metadata"].setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = "all"
+    for rjob in rt["spec"]["template"]["spec"]["replicatedJobs"]:
+        rjob["template"]["metadata"]["labels"].pop("kueue.x-k8s.io/queue-name", None)
+        ann = rjob["template"]["spec"]["template"]["metadata"]["annotations"]
+        ann.pop("trainweave.test/attempt", None)

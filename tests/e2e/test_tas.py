@@ -17,6 +17,8 @@ Run with ``-s`` to print the admitted Workload as ``kubectl get workload -o yaml
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -31,10 +33,11 @@ from trainweave.inputs import parse_runtime, parse_trainjob
 
 from .controller_proc import ControllerProc
 from .kube import ARGO, KUEUE, Kube, condition_is, wait_until
-from .pipelines import TRAINER, apply, example, wait_condition
+from .pipelines import TRAINER, apply, example, for_upstream, trainjob, wait_condition
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
+UPSTREAM_LABEL = "trainweave.test/upstream"  # upstream's webhooks see these namespaces only
 Json = dict[str, Any]
 BLOCK = "trainweave.test/block"
 RACK = "trainweave.test/rack"
@@ -400,3 +403,87 @@ def test_mpi_launcher_and_nodes_keep_rank_order_as_a_podset_group(
     assert placed["node"] == {i + 1: host for i, host in enumerate(node_slots)}
     assert len({block_of[h] for h in [*launcher_slots, *node_slots]}) == 1
     wait_condition(kube, namespace, "Complete", name="mpi", timeout=240)
+
+
+def cluster(*args: str) -> None:
+    subprocess.run([sys.executable, str(ROOT / "hack" / "cluster.py"), *args], check=True)
+
+
+def _complete(kube: Kube, ns: str, name: str) -> bool:
+    return condition_is(trainjob(kube, ns, name), "Complete")
+
+
+def _upstream_workload(kube: Kube, ns: str, trainjob: str) -> Json | None:
+    """Kueue's one Workload of an upstream TrainJob (``trainjob-<name>-<hash>``), once admitted."""
+    for wl in kube.list(KUEUE, "workloads", ns):
+        owners = wl["metadata"].get("ownerReferences") or []
+        if any(o["kind"] == "TrainJob" and o["name"] == trainjob for o in owners):
+            return wl if _admitted(wl) else None
+    return None
+
+
+def _upstream_placed(kube: Kube, ns: str, trainjob: str, count: int) -> dict[int, str]:
+    """rank (the trainer Job's completion index) -> node of an upstream trainer's pods."""
+    selector = (
+        f"jobset.sigs.k8s.io/jobset-name={trainjob},jobset.sigs.k8s.io/replicatedjob-name=node"
+    )
+
+    def bound() -> dict[int, str] | None:
+        pods = [p for p in kube.pods(ns, selector) if p.metadata.deletion_timestamp is None]
+        if len(pods) != count or not all(p.spec.node_name for p in pods):
+            return None
+        return {int(p.metadata.labels[COMPLETION]): p.spec.node_name for p in pods}
+
+    return wait_until(f"upstream pods of {trainjob} bound", bound, timeout=180)
+
+
+def test_upstream_places_the_same_trainer_the_same_way(
+    kube: Kube, namespace: str, fleet: list[Json]
+) -> None:
+    """The dynamic oracle for placement: the same two TrainJobs under Kubeflow Trainer + JobSet +
+    Kueue (one Workload per TrainJob in the TAS-only queue, `hack/cluster.py upstream on`): the
+    4 x 8-GPU trainer lands in the block the first one left whole, rank i on the i-th host of
+    its PodSet's topologyAssignment, as under trainweave (docs/fidelity.md)."""
+    block_of = {n["metadata"]["name"]: n["metadata"]["labels"][BLOCK] for n in fleet}
+    kube.core.patch_namespace(namespace, {"metadata": {"labels": {UPSTREAM_LABEL: "true"}}})
+    all_queue = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                 "metadata": {"name": "all", "namespace": namespace},
+                 "spec": {"clusterQueue": f"{namespace}-gpu"}}  # fmt: skip
+    kube.create(KUEUE, "localqueues", all_queue, namespace)
+    cluster("upstream", "on")
+    try:
+        fill_tj, fill_rt = _tas_example(namespace, "fill", 2, RACK, "600s")
+        for_upstream(namespace, fill_tj, fill_rt)
+        apply(kube, namespace, fill_tj, fill_rt)
+        wait_until(
+            "upstream fill admitted", lambda: _upstream_workload(kube, namespace, "fill"), 180
+        )
+        fill_nodes = _upstream_placed(kube, namespace, "fill", 2)
+        (fill_block,) = {block_of[n] for n in fill_nodes.values()}
+
+        big_tj, big_rt = _tas_example(namespace, "big", 4, BLOCK, "5s")
+        for_upstream(namespace, big_tj, big_rt)
+        apply(kube, namespace, big_tj, big_rt)
+        wl = wait_until(
+            "upstream big admitted", lambda: _upstream_workload(kube, namespace, "big"), 180
+        )
+        node_set = next(p for p in wl["spec"]["podSets"] if p["name"] == "node")
+        hosts = _hosts(wl, "node")
+        placed = _upstream_placed(kube, namespace, "big", 4)
+        print(
+            f"\nupstream node PodSet topologyRequest: {node_set.get('topologyRequest')}"
+            f"\nupstream fill (rack): {fill_nodes}\nupstream big (block): {placed}"
+            f"\nupstream PodSets TAS-placed: "
+            f"{[p['name'] for p in wl['status']['admission']['podSetAssignments'] if p.get('topologyAssignment')]}"
+        )
+        assert node_set["topologyRequest"]["required"] == BLOCK
+        (big_block,) = {block_of[n] for n in placed.values()}
+        assert big_block != fill_block
+        assert placed == dict(enumerate(hosts))  # rank i on slot i, as under trainweave
+        wait_until("upstream big Complete", lambda: _complete(kube, namespace, "big"), 240)
+    finally:
+        for wl in kube.list(KUEUE, "workloads", namespace):
+            kube.delete(KUEUE, "workloads", wl["metadata"]["name"], namespace)
+        for obj in kube.list(TRAINER, "trainjobs", namespace):
+            kube.delete(TRAINER, "trainjobs", obj["metadata"]["name"], namespace)
+        cluster("upstream", "off")

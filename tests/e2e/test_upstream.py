@@ -27,7 +27,7 @@ import pytest
 
 from .controller_proc import ControllerProc
 from .kube import E2E_NAMESPACE_LABEL, KUEUE, Kube, condition, wait_until
-from .pipelines import apply, example, trainjob
+from .pipelines import apply, example, for_upstream, trainjob
 
 # as in test_admission.py: the script checked as a file, not followed from here
 admission: Any = importlib.import_module("benchmarks.admission")
@@ -60,17 +60,6 @@ def terminal(kube: Kube, ns: str) -> Json | None:
         if c and c.get("status") == "True":
             return tj
     return None
-
-
-def for_upstream(ns: str, tj: Json, rt: Json) -> None:
-    """Queue wiring as Trainer + Kueue users write it: the TrainJob's queue-name label (one
-    Workload per TrainJob); no per-step queues, no Argo attempt knob (a Job's pod counts its
-    attempts in ``batch.kubernetes.io/job-index-failure-count``, which the kwok stage reads)."""
-    tj["metadata"].setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = "all"
-    for rjob in rt["spec"]["template"]["spec"]["replicatedJobs"]:
-        rjob["template"]["metadata"]["labels"].pop("kueue.x-k8s.io/queue-name", None)
-        ann = rjob["template"]["spec"]["template"]["metadata"]["annotations"]
-        ann.pop("trainweave.test/attempt", None)
 
 
 @pytest.fixture(scope="module")
