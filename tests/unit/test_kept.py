@@ -4,6 +4,7 @@ gate lifts and expiries (integrations.views.kept), the ClusterQueue opt-out at s
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -260,3 +261,27 @@ def test_a_held_workload_has_no_quota_record_until_ungated() -> None:
     ungated = _kept_wl({L.KUEUE_ADMISSION_GATED_BY: ""})
     (record,) = reconcile.quota_records(_observed(INIT_OK, ungated), NOW)
     assert record.step == "trainer"
+
+
+def test_render_kept_position_prints_the_gated_workloads(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`trainweave render --kept-position`: the Workloads the controller creates at the start
+    (applied without the controller, Kueue drops the gate when the pods come; the exit handler
+    deletes them with the other step Workloads of a failed run)."""
+    import yaml
+
+    from trainweave import cli
+
+    example = f"{Path(__file__).resolve().parents[2]}/examples/llm-finetune/"
+    argv = ["render", f"{example}trainjob.yaml", "--runtime", f"{example}runtime.yaml"]
+    assert cli.main([*argv, "--kept-position"]) == 0
+    docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    kept_docs = [d for d in docs if d["kind"] == "Workload"]
+    assert [d["metadata"]["name"] for d in kept_docs] == [
+        "llama-support-ft-node-a0",
+        "llama-support-ft-model-exporter-a0",
+    ]
+    assert all(kept_render.is_kept(d) for d in kept_docs)
+    assert cli.main(argv) == 0
+    assert "kind: Workload\n" not in capsys.readouterr().out
