@@ -21,7 +21,7 @@ from kubernetes import client
 
 from .controller_proc import ControllerProc
 from .kube import ARGO, KUEUE, Kube, condition, condition_is, wait_until
-from .pipelines import apply, example, wait_condition
+from .pipelines import apply, example, trainjob, wait_condition
 
 pytestmark = pytest.mark.e2e
 Json = dict[str, Any]
@@ -156,3 +156,30 @@ def test_a_kept_position_preempts_newer_work_under_lower_or_newer_equal_priority
     b_wf = kube.workflow(namespace, "b")
     disrupted = (b_wf["metadata"].get("annotations") or {}).get(DISRUPTIONS, "")
     assert ("node" in disrupted) == kept, disrupted
+
+
+def test_a_failed_pipeline_admits_nothing_for_the_steps_that_will_not_run(
+    kube: Kube,
+    namespace: str,
+    queues: Callable[..., None],
+    kept_controller: Callable[[bool], ControllerProc],
+) -> None:
+    """The trainer fails (its podFailurePolicy FailJob on exit 1): the exporter's kept Workload,
+    made gated at the start, is never admitted and is deleted with the pipeline's end."""
+    queues()
+    kept_controller(True)
+    tj, rt = example(namespace, "f", nodes=1, codes={"node": [1]})
+    apply(kube, namespace, tj, rt)
+    exporter = "f-model-exporter-a0"
+    gated = wait_until("the exporter's kept Workload", lambda: kube.workload(namespace, exporter))
+    assert gated["metadata"]["annotations"][GATE] == "trainweave.io/predecessors"
+    admitted: list[str] = []
+
+    def failed_and_gone() -> bool:
+        wl = kube.workload(namespace, exporter)
+        if wl is not None and condition_is(wl, "QuotaReserved"):
+            admitted.append(wl["metadata"]["uid"])
+        return wl is None and condition_is(trainjob(kube, namespace, "f"), "Failed")
+
+    wait_until("Failed, the exporter's Workload deleted", failed_and_gone, 150, interval=0.1)
+    assert admitted == []
