@@ -90,6 +90,12 @@ def test_access_reviews_allow_what_it_sends_and_nothing_else(
         ("create", "argoproj.io", "workflows", "", ns),
         ("patch", "argoproj.io", "workflows", "", ns),
         ("delete", "kueue.x-k8s.io", "workloads", "", ns),
+        # --kept-position: gated Workloads created at the start, their gate lifted; the
+        # ClusterQueue's opt-out read (docs/admins.md "Kept queue position")
+        ("create", "kueue.x-k8s.io", "workloads", "", ns),
+        ("patch", "kueue.x-k8s.io", "workloads", "", ns),
+        ("get", "kueue.x-k8s.io", "localqueues", "", ns),
+        ("get", "kueue.x-k8s.io", "clusterqueues", "", ""),
         ("patch", "", "pods", "", ns),
         ("create", "", "secrets", "", ns),
         ("create", "", "configmaps", "", ns),
@@ -111,7 +117,6 @@ def test_access_reviews_allow_what_it_sends_and_nothing_else(
         ],
         *[(verb, "kueue.x-k8s.io", "localqueues", "", ns) for verb in ("create", "patch")],
         ("patch", "kueue.x-k8s.io", "workloads", "status", ns),
-        ("create", "kueue.x-k8s.io", "workloads", "", ns),
         # escalation
         *[
             ("create", "rbac.authorization.k8s.io", res, "", n)
