@@ -23,8 +23,8 @@ still-gated Workload instead, so a stalled pipeline cannot hold the head of a qu
 
 The Workload has no controller ownerReference and no ``resource-in-use`` finalizer: Kueue
 reconciles a pod-group Workload without pods as orphaned (``jobframework.finalizeWorkloads``
--> ``workload.FinalizeOrphanedWorkload``) and would finish one that has a controller owner
-(``OwnerNotFound``, ``FinishOrphanedWorkloads`` is on) or keep the finalizer for ever. The
+-> ``workload.FinalizeOrphanedWorkload``): it would finish one that has a controller owner
+(``OwnerNotFound``; ``FinishOrphanedWorkloads`` is beta and on) and removes the finalizer. The
 TrainJob is a plain owner, so the garbage collector deletes it with the TrainJob.
 
 Not kept: steps without pods, steps every predecessor of which is skipped (a root of a resumed
