@@ -9,6 +9,10 @@ from typing import Any, cast
 import yaml
 from kubernetes.client.exceptions import ApiException
 
+from trainweave.adapters.argo import retry
+from trainweave.integrations.views import verdict
+from trainweave.integrations.views.argo_view import view
+
 from .kube import ARGO, Kube, condition, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,3 +136,13 @@ def for_upstream(ns: str, tj: Json, rt: Json) -> None:
         rjob["template"]["metadata"]["labels"].pop("kueue.x-k8s.io/queue-name", None)
         ann = rjob["template"]["spec"]["template"]["metadata"]["annotations"]
         ann.pop("trainweave.test/attempt", None)
+
+
+def trainer_spent(wf: Json) -> dict[str, int]:
+    """The trainer step's counted failures per pod, as the controller judges the Workflow (the
+    disruptions it recorded, ``trainweave.io/disruptions``, and Argo's attempts)."""
+    v = view(wf)
+    policy = retry.policy_of_wire(v.backoff_limits["node"]["node"])
+    counted, failed = verdict.spent("node", policy, v.steps["node"], v.disruptions)
+    assert failed is None, failed
+    return counted

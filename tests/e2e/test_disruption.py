@@ -21,13 +21,11 @@ from typing import Any, cast
 import pytest
 from kubernetes import client
 
-from trainweave.adapters.argo import retry
-from trainweave.integrations.views import disruption, verdict
-from trainweave.integrations.views.argo_view import view
+from trainweave.integrations.views import disruption
 
 from .controller_proc import ControllerProc
 from .kube import KUEUE, Kube, Pod, condition, condition_is, default_kubeconfig, wait_until
-from .pipelines import apply, example, trainjob, workflows
+from .pipelines import apply, example, trainer_spent, trainjob, workflows
 
 pytestmark = pytest.mark.e2e
 Json = dict[str, Any]
@@ -68,15 +66,6 @@ def never_failed(kube: Kube, namespace: str) -> Iterator[None]:
         cond = condition(trainjob(kube, namespace), "Failed")
         assert not (cond and cond["status"] == "True"), cond
         yield
-
-
-def spent(wf: Json) -> dict[str, int]:
-    """The trainer's counted failures per pod, as the controller judges the Workflow."""
-    v = view(wf)
-    policy = retry.policy_of_wire(v.backoff_limits["node"]["node"])
-    counted, failed = verdict.spent("node", policy, v.steps["node"], v.disruptions)
-    assert failed is None
-    return counted
 
 
 def finish(kube: Kube, namespace: str, uid: str) -> tuple[Json, Json]:
@@ -121,7 +110,7 @@ def test_evicted_rank_and_its_lost_peer_cost_no_retry(
     assert nodes["node-0-0(0)"]["message"].startswith("node: Error (exit code 1)"), nodes
     assert nodes["node-0-1(0)"]["phase"] == "Failed", nodes
     assert {nodes[f"node-0-{i}(1)"]["phase"] for i in (0, 1)} == {"Succeeded"}
-    assert spent(wf) == {}  # the budget (2 per rank) is intact
+    assert trainer_spent(wf) == {}  # the budget (2 per rank) is intact
     assert "trainweave.io/stopped-for" not in wf["metadata"]["annotations"]
     events = kube.core.list_namespaced_event(namespace, field_selector="reason=StepDisrupted")
     (ev,) = events.items
@@ -171,7 +160,7 @@ def test_drained_node_costs_no_retry_and_a_real_failure_after_counts_once(
     assert {(m.type, m.reason) for m in marks} == {("DisruptionTarget", "EvictionByEvictionAPI")}
     assert "node-0-1(0)" in {p for m in marks for p in m.pods}
     # each rank's 137 after the drain counts once; the evicted rank and its peer's exit 1 do not
-    assert spent(wf) == {"node-0-0": 1, "node-0-1": 1}
+    assert trainer_spent(wf) == {"node-0-0": 1, "node-0-1": 1}
     assert "trainweave.io/stopped-for" not in wf["metadata"]["annotations"]
 
 
@@ -267,7 +256,10 @@ def test_two_kueue_preemptions_cost_no_retry_and_real_failures_after_count(
     }
     stopped = {p for m in marks for p in m.pods}
     assert stopped == {"node-0-0(0)", "node-0-1(0)", "node-0-0(1)", "node-0-1(1)"}, stopped
-    assert spent(wf) == {"node-0-0": 2, "node-0-1": 2}  # the two exit 3s, not the preemptions
+    assert trainer_spent(wf) == {
+        "node-0-0": 2,
+        "node-0-1": 2,
+    }  # the two exit 3s, not the preemptions
     status = subprocess.run(
         [sys.executable, "-m", "trainweave.cli", "status", "ft", "-n", namespace,
          "--kubeconfig", str(default_kubeconfig())],

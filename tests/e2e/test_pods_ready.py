@@ -21,9 +21,7 @@ from typing import Any
 
 import pytest
 
-from trainweave.adapters.argo import retry
-from trainweave.integrations.views import disruption, quota, verdict
-from trainweave.integrations.views.argo_view import view
+from trainweave.integrations.views import disruption, quota
 from trainweave.labels import QUOTA_ANNOTATION
 
 from .controller_proc import ControllerProc
@@ -36,7 +34,7 @@ from .kube import (
     default_kubeconfig,
     wait_until,
 )
-from .pipelines import apply, example, trainjob, workflows
+from .pipelines import apply, example, trainer_spent, trainjob, workflows
 
 pytestmark = pytest.mark.e2e
 Json = dict[str, Any]
@@ -68,15 +66,6 @@ def short_pods_ready() -> Iterator[None]:
 def slot(pod: Pod) -> str:
     """``node-0-1(0)`` of a step pod (Argo's node name)."""
     return str((pod.metadata.annotations or {}).get(NODE_NAME, "")).rsplit(".", 1)[-1]
-
-
-def spent(wf: Json) -> dict[str, int]:
-    """The trainer's counted failures per pod, as the controller judges the Workflow."""
-    v = view(wf)
-    policy = retry.policy_of_wire(v.backoff_limits["node"]["node"])
-    counted, failed = verdict.spent("node", policy, v.steps["node"], v.disruptions)
-    assert failed is None
-    return counted
 
 
 def stuck(kube: Kube, namespace: str) -> str:
@@ -202,7 +191,7 @@ def test_pods_not_ready_in_time_are_evicted_requeued_and_cost_no_retry(
     assert {(n["phase"], n["message"].split(" pod ")[0]) for n in ended.values()} == {
         ("Failed", "trainweave:")
     }, ended
-    assert spent(wf) == {}  # the budget is intact
+    assert trainer_spent(wf) == {}  # the budget is intact
     assert "trainweave.io/stopped-for" not in wf["metadata"]["annotations"]
 
     assert "Evicted" in watch.quota_states, watch.quota_states

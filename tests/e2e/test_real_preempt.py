@@ -20,13 +20,11 @@ from typing import Any, cast
 
 import pytest
 
-from trainweave.adapters.argo import retry
-from trainweave.integrations.views import verdict
 from trainweave.integrations.views.argo_view import view
 
 from .controller_proc import ControllerProc
 from .kube import KUEUE, Kube, Pod, condition, condition_is, pod_nodes, wait_until
-from .pipelines import apply, trainjob, wait_condition, workflows
+from .pipelines import apply, trainer_spent, trainjob, wait_condition, workflows
 from .real import NODE, Json, exit_codes, logs, none_admitted, step_pods
 
 pytestmark = pytest.mark.e2e
@@ -309,14 +307,9 @@ ROUNDS = 5  # issue 20: the preemption repeated at least 5 times in one run
 
 
 def budget_spent(kube: Kube, namespace: str) -> dict[str, int]:
-    """The trainer's counted failures per rank, as the controller judges its Workflow now (the
-    disruptions it recorded, ``trainweave.io/disruptions``, and Argo's attempts)."""
+    """The trainer's counted failures per rank, as the controller judges its Workflow now."""
     (wf,) = workflows(kube, namespace)
-    v = view(wf)
-    policy = retry.policy_of_wire(v.backoff_limits["node"]["node"])
-    counted, failed = verdict.spent("node", policy, v.steps["node"], v.disruptions)
-    assert failed is None, failed
-    return counted
+    return trainer_spent(wf)
 
 
 def test_five_preemptions_cost_no_retry(

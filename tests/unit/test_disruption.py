@@ -200,6 +200,12 @@ def test_the_record_outlives_the_pods() -> None:
     assert again.requests == []
     assert verdict.first(view(wf)) is None
     assert disruption.observe(view(wf).disruptions, "ft", pods_) == view(wf).disruptions
+    # what ``trainweave status`` says of it: the record, and what the budget paid (nothing)
+    assert status_cli.disruption_lines(view(wf)) == [
+        "disrupted node: node-0-1(0) TerminationTarget (WorkloadEvictedDueToPreempted)"
+        " at 2026-11-01T10:05:00Z: not counted",
+        "retries counted node/node: none (budget 0 shared by its pods)",
+    ]
 
 
 def test_without_the_record_the_peer_exit_fails_the_job() -> None:
@@ -299,21 +305,3 @@ def test_a_step_the_controller_failed_keeps_its_pods() -> None:
     assert [
         (r.method, r.body) for r in plan.requests if "ft-node-a0" in r.path or "pods" in r.path
     ] == [("PATCH", {"metadata": {"annotations": {"kueue.x-k8s.io/retriable-in-group": "false"}}})]
-
-
-def test_status_names_each_disruption_and_the_retries_counted() -> None:
-    """``trainweave status`` lists the record and what the budget paid (nothing, here)."""
-    tries = [Try("node-0-1", 0, 143, 1, 5, PREEMPTED, 5), Try("node-0-0", 0, 4, 1, 5)]
-    wf, pods_ = scene(tries, PEER_LOST_FAILS)
-    tj = trainjob(annotations={L.ATTEMPTS_ANNOTATION: "1"})
-    plan = reconcile.actions(Observed(tj, (wf,), tuple(pods_)), NOW)
-    (patch,) = [r.body for r in plan.requests if r.body and "metadata" in r.body]
-    wf["metadata"]["annotations"][disruption.ANNOTATION] = patch["metadata"]["annotations"][
-        disruption.ANNOTATION
-    ]
-    assert status_cli.disruption_lines(view(wf)) == [
-        "disrupted node: node-0-1(0) TerminationTarget (WorkloadEvictedDueToPreempted)"
-        " at 2026-11-01T10:05:00Z: not counted",
-        "retries counted node/node: none (budget 0 shared by its pods)",
-    ]
-    assert status_cli.disruption_lines(view(scene(tries, PEER_LOST_FAILS)[0])) == []
