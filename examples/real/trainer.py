@@ -12,7 +12,9 @@ model, which they confirm by hash at the end. Rank 0 writes ``$WORKSPACE/output/
 Env: TRAIN_STEPS (50), LEARNING_RATE (0.1), RENDEZVOUS_TIMEOUT_SECONDS (120),
 STEP_TIMEOUT_SECONDS (60), STEP_SLEEP_SECONDS (0: a pause after each step, below
 STEP_TIMEOUT_SECONDS, so a run lasts long enough to be preempted mid-run), FAIL_WITH_EXIT_CODE
-(exit with it before training), WORKSPACE.
+(exit with it before training), WORKSPACE. With Trainer's KUBEFLOW_TRAINER_SERVER_* env (the
+controller's ``--trainjob-status``) rank 0 reports progress and the loss every 10 steps
+(progress.py).
 Exit codes as workspace.py: 2 bad env, 3 bad data, 4 rendezvous timeout or peer lost. SIGTERM
 keeps Python's default action (the process dies of it, exit code 143 to the kubelet), as a
 preempted pod's container should.
@@ -28,6 +30,7 @@ import sys
 import time
 
 import collective
+import progress
 import workspace as ws
 
 # --- configuration ---------------------------------------------------------------------------
@@ -120,6 +123,7 @@ def worker(rank: int, world: int) -> None:
 
     reduce = collective.AllReduce(rank, peers, master)
     initial_loss = None
+    started = time.monotonic()
     for step in range(1, steps + 1):
         sse, grad = ws.squared_error(params, shard)
         loss, average = reduce.average(step, sse, grad, len(shard))
@@ -128,6 +132,9 @@ def worker(rank: int, world: int) -> None:
         params = [p - lr * g for p, g in zip(params, average, strict=True)]
         if step % 10 == 0 or step == steps:
             collective.say(f"step={step} loss={loss:.6f} rank={rank} world={world}")
+            if rank == 0 and step < steps:  # the last update is the final loss, below
+                left = (time.monotonic() - started) / step * (steps - step)
+                progress.report(step * 100 // steps, round(left), {"loss": f"{loss:.6f}"})
         if step_sleep:
             time.sleep(step_sleep)
     sse, grad = ws.squared_error(params, shard)
@@ -135,6 +142,8 @@ def worker(rank: int, world: int) -> None:
     digest = ws.model_sha256(params)
     reduce.agree(digest)
     collective.say(f"rank={rank} world={world}: final loss={final_loss:.6f} model_sha256={digest}")
+    if rank == 0:
+        progress.report(100, 0, {"loss": f"{final_loss:.6f}"})
     for conn in (*peers.values(), *([master] if master else [])):
         conn.close()
     if rank != 0:

@@ -11,28 +11,79 @@ code that a podFailurePolicy rule names fails the TrainJob.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client
 
-from .controller_proc import ControllerProc
+from .controller_proc import ControllerProc, free_port
 from .kube import KUEUE, Kube, condition, wait_until
-from .pipelines import TRAINER, apply, wait_condition, workflows
+from .pipelines import TRAINER, apply, trainjob, wait_condition, workflows
 from .real import NODE, exit_codes, logs, none_admitted, step_pods
 
 pytestmark = pytest.mark.e2e
+Json = dict[str, Any]
+
+
+@pytest.fixture
+def status_controller(
+    kube: Kube, namespace: str, real_node: str, controller_kubeconfig: Path
+) -> Iterator[ControllerProc]:
+    """The controller with Trainer's status server on (``--trainjob-status``), reachable from
+    the real node's pods at the node's address (the host's), its certificate naming it."""
+    node: Any = kube.core.read_node(real_node)
+    (ip,) = [a.address for a in node.status.addresses if a.type == "InternalIP"]
+    port = free_port()
+    ctl = ControllerProc(
+        namespace,
+        "a",
+        controller_kubeconfig,
+        args=(
+            "--trainjob-status",
+            "--trainjob-status-bind", f"0.0.0.0:{port}",
+            "--trainjob-status-url", f"https://{ip}:{port}",
+        ),
+    )  # fmt: skip
+    wait_until("controller ready", lambda: ctl.get("/readyz")[0] == 200, timeout=60)
+    yield ctl
+    ctl.stop()
+    try:
+        client.CoordinationV1Api(kube.api).delete_namespaced_lease(
+            ctl.lease_name, ctl.lease_namespace
+        )
+    except client.ApiException as e:
+        if e.status != 404:
+            raise
 
 
 def test_llm_style_pipeline_trains_for_real(
-    kube: Kube, namespace: str, real_example: Any, controller: ControllerProc
+    kube: Kube, namespace: str, real_example: Any, status_controller: ControllerProc
 ) -> None:
     """Initializers write the dataset and model to the PVC, two trainer pods rendezvous at
     PET_MASTER_ADDR through the headless Service and train, the exporter reads the result;
-    each step admitted on its own queue on the real flavor; the TrainJob ends Complete."""
+    each step admitted on its own queue on the real flavor; the TrainJob ends Complete. Rank 0
+    reports its progress and loss to the controller's status server (Trainer's env, token and
+    CA on the pod), and ``status.trainerStatus`` moves while it trains."""
     tj, rt = real_example()
+    env = {e["name"]: e for e in tj["spec"]["trainer"]["env"]}
+    for k, v in {"TRAIN_STEPS": "60", "STEP_SLEEP_SECONDS": "0.25"}.items():  # ~15 s of steps
+        env.setdefault(k, {"name": k})["value"] = v
+    tj["spec"]["trainer"]["env"] = list(env.values())
     apply(kube, namespace, tj, rt)
     name = tj["metadata"]["name"]
-    got = wait_condition(kube, namespace, "Complete", timeout=420, name=name)
+    seen: list[int] = []  # trainerStatus.progressPercentage as it moved
+
+    def complete() -> Json | None:
+        now = trainjob(kube, namespace, name)
+        pct = ((now.get("status") or {}).get("trainerStatus") or {}).get("progressPercentage")
+        if pct is not None and pct not in seen[-1:]:
+            seen.append(int(pct))
+        done = condition(now, "Complete")
+        return now if done and done["status"] == "True" else None
+
+    got = wait_until("TrainJob Complete", complete, timeout=420)
     failure = condition(got, "Failed")
     assert failure is None or failure["status"] != "True"
     (wf,) = workflows(kube, namespace)
@@ -53,6 +104,12 @@ def test_llm_style_pipeline_trains_for_real(
     assert sorted(ranks) == [0, 1], ranks
     assert ranks[0][1] == ranks[1][1], f"the ranks disagree on the model: {ranks}"
     assert ranks[0][0] < 0.05, ranks
+    progress = got["status"]["trainerStatus"]
+    assert progress["progressPercentage"] == 100 and seen[-1] == 100, (progress, seen)
+    assert [p for p in seen if 0 < p < 100], f"no progress seen while training: {seen}"
+    assert seen == sorted(seen), seen
+    assert progress["metrics"] == [{"name": "loss", "value": f"{ranks[0][0]:.6f}"}], progress
+    print(f"trainerStatus progress seen: {seen}; final: {progress}")
 
     (exporter,) = step_pods(kube, namespace, "model-exporter")
     exported = logs(kube, namespace, exporter, "model-exporter")

@@ -11,6 +11,7 @@ two-line wrapper script: ``PYTHONHOME=$ROOT/usr exec $ROOT/usr/bin/python3.11 -s
 from __future__ import annotations
 
 import ast
+import http.server
 import importlib.util
 import json
 import os
@@ -18,14 +19,19 @@ import re
 import shlex
 import signal
 import socket
+import ssl
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+
+from trainweave import trainer_status
+from trainweave.integrations.cluster.status_server import ServerTLS
 
 REAL = Path(__file__).parents[2] / "examples" / "real"
 PYTHON = shlex.split(os.environ.get("TRAINWEAVE_WORKLOAD_PYTHON", "")) or [sys.executable]
@@ -72,6 +78,7 @@ PYTHON3_MINIMAL = frozenset(
         "string",
         "struct",
         "subprocess",
+        "ssl",  # ssl.py and _ssl ship in libpython3.11-minimal (progress.py)
         "sys",
         "tempfile",
         "textwrap",
@@ -80,6 +87,7 @@ PYTHON3_MINIMAL = frozenset(
         "traceback",
         "types",
         "typing",
+        "urllib",  # urllib.parse only (http.client does not ship)
         "warnings",
         "weakref",
         "zlib",
@@ -345,3 +353,59 @@ def test_nproc_per_node_starts_local_workers_as_torchrun_does(initialized: dict[
         ("1", "2"),
     ]
     assert len({h for _, h in FINAL_LINE.findall(out)}) == 1
+
+
+def test_rank_0_reports_progress_and_loss_as_trainer_status_takes_it(
+    initialized: dict[str, str], tmp_path: Path
+) -> None:
+    """With Trainer's KUBEFLOW_TRAINER_SERVER_* env, rank 0 POSTs an UpdateTrainJobStatusRequest
+    every 10 steps and the final loss at the end, over TLS checked against the CA file, with the
+    token as the bearer; each body decodes as Trainer's status server decodes it. Rank 1 sends
+    nothing."""
+    (tmp_path / "tls").mkdir()
+    tls = ServerTLS.generate(["127.0.0.1"], str(tmp_path / "tls"))
+    (tmp_path / "ca.crt").write_text(tls.ca_pem)
+    (tmp_path / "token").write_text("a-token\n")
+    got: list[tuple[str, str, bytes]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            size = int(self.headers["Content-Length"])
+            got.append((self.path, self.headers["Authorization"], self.rfile.read(size)))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(tls.cert_file, tls.key_file)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"https://127.0.0.1:{server.server_address[1]}/apis/status"
+    status_env = {
+        "KUBEFLOW_TRAINER_SERVER_URL": url,
+        "KUBEFLOW_TRAINER_SERVER_TOKEN": str(tmp_path / "token"),
+        "KUBEFLOW_TRAINER_SERVER_CA_CERT": str(tmp_path / "ca.crt"),
+    }
+    port = free_port()
+    try:
+        ranks = [
+            start("trainer.py", {**torch_env(initialized, rank, port), **status_env})
+            for rank in (1, 0)
+        ]
+        results = [finish(proc) for proc in ranks]
+    finally:
+        server.shutdown()
+    assert [code for code, _, _ in results] == [0, 0], results
+    out0 = results[1][1]
+    assert "progress: not reported" not in out0, out0
+    final = re.search(r"rank=0 world=2: final loss=(\S+)", out0)
+    assert final is not None, out0
+    assert {(path, auth) for path, auth, _ in got} == {("/apis/status", "Bearer a-token")}
+    statuses = [trainer_status.decode(body) for _, _, body in got]
+    assert [(s or {})["progressPercentage"] for s in statuses] == [50, 100]
+    last = statuses[-1] or {}
+    assert last["estimatedRemainingSeconds"] == 0
+    assert last["metrics"] == [{"name": "loss", "value": final[1]}]
