@@ -1,6 +1,6 @@
 # The e2e tier's control plane (docs/local-control-plane.md). Included by the top Makefile, which
 # defines VENV, PY and the venv target.
-.PHONY: engines cluster-up cluster-down cluster-status e2e chaos node-up node-down e2e-real kind-up kind-down
+.PHONY: e2e-multicluster engines cluster-up cluster-down cluster-status e2e chaos node-up node-down e2e-real kind-up kind-down
 
 E2E_PYTEST_ARGS ?=
 # the slowest tests, printed at the end of every e2e run (where the 30-minute warm CI goes)
@@ -55,3 +55,9 @@ kind-up:
 
 kind-down:
 	bash hack/kind-up.sh down
+
+## MultiKueue (docs/multicluster.md): a manager and two workers (hack/multicluster.py, own state
+## dirs and ports, apart from cluster-up's), tests/e2e_multicluster; down after if it started them.
+## Not in `make test`.
+e2e-multicluster: venv
+	$(PY) hack/multicluster.py with -- $(PY) -m pytest -m e2e tests/e2e_multicluster -s $(E2E_DURATIONS) $(E2E_PYTEST_ARGS)

@@ -1,0 +1,366 @@
+#!/usr/bin/env python3
+"""Three control planes on loopback for MultiKueue (issue 21): up | down | status | env | with.
+
+A manager and two workers, each a whole `hack/cluster.py up` (etcd, kube-apiserver, kcm,
+scheduler, kwok and its fake nodes, the pinned CRDs incl. Trainer v2.3.0's, Kueue, Argo) in its
+own state dir ``${XDG_CACHE_HOME:-~/.cache}/trainweave/multicluster/<name>`` (its own kwokctl
+cluster name and free ports: the shared ``trainweave/cluster`` is never touched). Then each
+Kueue is started again (hack/control_plane.py start_kueue, run by this script as ``_kueue``
+inside the member's state dir) with the JobSet and TrainJob integrations, the manager's also
+with a ``multiKueue`` section; and the manager gets what Kueue's own wiring gives it
+(sigs.k8s.io/kueue v0.19.2 test/integration/multikueue/suite_test.go): a Secret per worker
+holding its kubeconfig, a MultiKueueCluster per worker, a MultiKueueConfig, an AdmissionCheck
+(controllerName kueue.x-k8s.io/multikueue) and the dispatch ClusterQueue that uses it. Each
+worker gets the same dispatch ClusterQueue (where the MultiKueue copy of the Workload is
+admitted) and a step ClusterQueue (trainweave's step pod groups). docs/multicluster.md.
+
+Argo's workflow-controller serves /healthz on the hard-wired :6060 (argo-workflows v4.0.7
+cmd/workflow-controller/main.go), so only one Argo on this machine answers there; the workers'
+controllers log the failed bind and run on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import common
+import control_plane
+import engine_config
+import yaml
+from cluster_with import run_with_cluster
+
+BASE = common.CACHE / "multicluster"
+MANAGER = "manager"
+WORKERS = ("worker-1", "worker-2")
+MEMBERS = (MANAGER, *WORKERS)
+CLUSTER_PY = common.HACK / "cluster.py"
+DISPATCH_CQ = "multicluster-dispatch"
+STEPS_CQ = "multicluster-steps"
+DISPATCH_FLAVOR = "dispatch"  # no nodeLabels: the manager places no pod
+ADMISSION_CHECK = "multikueue"
+MK_CONFIG = "multicluster"
+# Short enough for the worker-lost test; Kueue's default is 15m (configuration_types.go).
+MULTIKUEUE = {"gcInterval": "10s", "origin": "trainweave-manager", "workerLostTimeout": "60s"}
+QUOTA = {"cpu": "256", "memory": "2Ti", "nvidia.com/gpu": "32"}
+
+
+def state_dir(name: str) -> Path:
+    return BASE / name
+
+
+def kubeconfig(name: str) -> Path:
+    return state_dir(name) / "kubeconfig"
+
+
+def member_env(name: str) -> dict[str, str]:
+    return {**os.environ, "TRAINWEAVE_STATE_DIR": str(state_dir(name))}
+
+
+def cluster_py(name: str, *args: str) -> int:
+    """`hack/cluster.py ARGS` on one member's state dir; its exit code."""
+    return subprocess.run(
+        [sys.executable, str(CLUSTER_PY), *args], env=member_env(name), check=False
+    ).returncode
+
+
+def kubectl(name: str) -> list[str]:
+    eng = common.engines_dir()
+    return [str(eng / "bin" / "kubectl"), "--kubeconfig", str(kubeconfig(name))]
+
+
+def apply_docs(name: str, docs: list[dict[str, Any]]) -> None:
+    """Server-side apply of docs on one member, retried while Kueue's webhooks start."""
+    f = state_dir(name) / "multicluster.yaml"
+    f.write_text(yaml.safe_dump_all(docs))
+    argv = [
+        *kubectl(name),
+        "apply",
+        "--server-side",
+        "--field-manager=trainweave-e2e",
+        "-f",
+        str(f),
+    ]
+    common.wait_for(
+        f"{name}: multicluster objects accepted",
+        lambda: common.run(*argv, check=False, capture=True).returncode == 0,
+        90,
+        1,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# what each member is given (pure)
+
+
+def cluster_queue(name: str, checks: list[str]) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {
+                "coveredResources": list(QUOTA),
+                "flavors": [
+                    {
+                        "name": DISPATCH_FLAVOR,
+                        "resources": [{"name": r, "nominalQuota": q} for r, q in QUOTA.items()],
+                    }
+                ],
+            }
+        ],
+    }
+    if checks:
+        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": c} for c in checks]}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def flavor() -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": DISPATCH_FLAVOR},
+        "spec": {},
+    }
+
+
+def manager_docs(worker_kubeconfigs: dict[str, str]) -> list[dict[str, Any]]:
+    """Secrets (key ``kubeconfig``), MultiKueueClusters, the MultiKueueConfig, the AdmissionCheck
+    and the dispatch ClusterQueue, as Kueue's integration suite wires them."""
+    docs: list[dict[str, Any]] = [flavor()]
+    for worker, text in worker_kubeconfigs.items():
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": f"multikueue-{worker}", "namespace": "kueue-system"},
+                "stringData": {"kubeconfig": text},
+            }
+        )
+        docs.append(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "MultiKueueCluster",
+                "metadata": {"name": worker},
+                "spec": {
+                    "clusterSource": {
+                        "kubeConfig": {"locationType": "Secret", "location": f"multikueue-{worker}"}
+                    }
+                },
+            }
+        )
+    docs.append(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "MultiKueueConfig",
+            "metadata": {"name": MK_CONFIG},
+            "spec": {"clusters": list(worker_kubeconfigs)},
+        }
+    )
+    docs.append(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "AdmissionCheck",
+            "metadata": {"name": ADMISSION_CHECK},
+            "spec": {
+                "controllerName": "kueue.x-k8s.io/multikueue",
+                "parameters": {
+                    "apiGroup": "kueue.x-k8s.io",
+                    "kind": "MultiKueueConfig",
+                    "name": MK_CONFIG,
+                },
+            },
+        }
+    )
+    docs.append(cluster_queue(DISPATCH_CQ, [ADMISSION_CHECK]))
+    return docs
+
+
+def worker_docs() -> list[dict[str, Any]]:
+    """The dispatch ClusterQueue (the MultiKueue copy of each Workload) and the step one."""
+    steps = cluster_queue(STEPS_CQ, [])
+    steps["spec"]["resourceGroups"][0]["flavors"] = [
+        {
+            "name": pool,
+            "resources": [{"name": r, "nominalQuota": q} for r, q in QUOTA.items()],
+        }
+        for pool in engine_config.POOLS
+    ]
+    return [flavor(), cluster_queue(DISPATCH_CQ, []), steps]
+
+
+# ---------------------------------------------------------------------------------------------
+# `_kueue ROLE`: runs with TRAINWEAVE_STATE_DIR set, so common.STATE is the member's
+
+
+def cmd_kueue(args: argparse.Namespace) -> None:
+    """Kueue of this member stopped and started again with the TrainJob integration (and, on
+    the manager, the multiKueue section), as hack/kueue_config.py restarts it."""
+    state = common.load_state()
+    if not state or not state.get("complete"):
+        common.die(f"{common.STATE} is not up")
+    eng = Path(state["engines"])
+    sources = common.read_env(eng / "sources.env")
+    _, apply = common.kubectl_commands(eng / "bin")
+    common.stop_pid(int(state["pids"]["kueue"]), "kueue")
+    if args.role == MANAGER:
+        base = engine_config.kueue_config
+
+        def with_multikueue(*a: Any, **kw: Any) -> dict[str, Any]:
+            return {**base(*a, **kw), "multiKueue": MULTIKUEUE}
+
+        # start_kueue builds its config with control_plane.kueue_config: add the section there
+        setattr(control_plane, "kueue_config", with_multikueue)  # noqa: B010
+        state["settings"] = {**state.get("settings", {}), "kueue multiKueue": MULTIKUEUE}
+    frameworks = engine_config.KUEUE_UPSTREAM_FRAMEWORKS
+    state["settings"] = {**state.get("settings", {}), "kueue frameworks": frameworks}
+    control_plane.start_kueue(eng / "bin", Path(sources["KUEUE_DIR"]), apply, state, frameworks)
+    common.save_state(state)
+
+
+# ---------------------------------------------------------------------------------------------
+# commands
+
+
+def all_up() -> bool:
+    return all(
+        subprocess.run(
+            [sys.executable, str(CLUSTER_PY), "status", "--strict"],
+            env=member_env(n),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        ).returncode
+        == 0
+        for n in MEMBERS
+    )
+
+
+def active_clusters() -> dict[str, str]:
+    """Each MultiKueueCluster's Active condition on the manager (status and reason)."""
+    r = common.run(
+        *kubectl(MANAGER), "get", "multikueueclusters", "-o", "json", check=False, capture=True
+    )
+    if r.returncode != 0:
+        return {}
+    out = {}
+    for item in json.loads(r.stdout)["items"]:
+        for c in item.get("status", {}).get("conditions") or []:
+            if c["type"] == "Active":
+                out[item["metadata"]["name"]] = f"{c['status']} ({c.get('reason', '')})"
+    return out
+
+
+def cmd_up(args: argparse.Namespace) -> None:
+    t0 = time.monotonic()
+    if all_up():
+        common.log("multicluster: already up")
+        cmd_status(args)
+        return
+    for name in MEMBERS:
+        common.log(f"multicluster: {name} (state {state_dir(name)})")
+        if cluster_py(name, "up", "--no-build") != 0:
+            common.die(f"{name}: hack/cluster.py up failed (see its output)")
+        me = [sys.executable, str(Path(__file__).resolve()), "_kueue", "--role"]
+        role = MANAGER if name == MANAGER else "worker"
+        if subprocess.run([*me, role], env=member_env(name), check=False).returncode != 0:
+            common.die(f"{name}: Kueue restart failed")
+    for w in WORKERS:
+        apply_docs(w, worker_docs())
+    apply_docs(MANAGER, manager_docs({w: kubeconfig(w).read_text() for w in WORKERS}))
+    common.wait_for(
+        "every MultiKueueCluster Active",
+        lambda: (
+            all(v.startswith("True") for v in active_clusters().values())
+            and len(active_clusters()) == len(WORKERS)
+        ),
+        120,
+        1,
+    )
+    common.log(f"multicluster: up in {time.monotonic() - t0:.1f}s")
+    cmd_status(args)
+
+
+def cmd_down(args: argparse.Namespace) -> None:
+    bad = [n for n in reversed(MEMBERS) if cluster_py(n, "down") != 0]
+    if bad:
+        common.die(f"down failed for {bad}")
+
+
+def cmd_status(args: argparse.Namespace) -> None:
+    strict = ["--strict"] if getattr(args, "strict", False) else []
+    codes = [cluster_py(n, "status", *strict) for n in MEMBERS]
+    for name, cond in sorted(active_clusters().items()):
+        print(f"multicluster: MultiKueueCluster {name} Active={cond}")
+    if any(codes):
+        sys.exit(1)
+
+
+def cmd_env(args: argparse.Namespace) -> None:
+    for k, v in env_vars().items():
+        print(f"export {k}={v}")
+
+
+def env_vars() -> dict[str, str]:
+    """What `with` exports: each member's kubeconfig (TRAINWEAVE_MC_<NAME>_KUBECONFIG)."""
+    out = {"TRAINWEAVE_KUBECONFIG": str(kubeconfig(MANAGER))}
+    for n in MEMBERS:
+        out[f"TRAINWEAVE_MC_{n.upper().replace('-', '_')}_KUBECONFIG"] = str(kubeconfig(n))
+    return out
+
+
+def cmd_with(args: argparse.Namespace) -> None:
+    """`with -- CMD`: CMD with every member's kubeconfig exported, on the running three or on
+    three started for it and stopped after (hack/cluster_with.py decides)."""
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        common.die("with: no command given (hack/multicluster.py with -- CMD ARGS...)")
+    me = [sys.executable, str(Path(__file__).resolve())]
+
+    def call(argv: Sequence[str], env: dict[str, str] | None = None) -> int:
+        return subprocess.run(argv, env=env, check=False).returncode
+
+    sys.exit(
+        run_with_cluster(
+            command,
+            is_up=all_up,
+            up=lambda: call([*me, "up"]),
+            down=lambda: call([*me, "down"]),
+            run=lambda cmd: call(cmd, {**os.environ, **env_vars()}),
+            log=common.log,
+        )
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("up", help="start the manager and two workers, wire MultiKueue")
+    sub.add_parser("down", help="stop all three, delete their state")
+    st = sub.add_parser("status", help="each member's processes and the MultiKueueClusters")
+    st.add_argument("--strict", action="store_true", help="exit 1 unless everything runs")
+    sub.add_parser("env", help="print the members' kubeconfig exports")
+    wi = sub.add_parser("with", help="with -- CMD ARGS...: CMD with the kubeconfigs exported")
+    wi.add_argument("command", nargs=argparse.REMAINDER)
+    kq = sub.add_parser("_kueue", help=argparse.SUPPRESS)
+    kq.add_argument("--role", choices=[MANAGER, "worker"], required=True)
+    args = ap.parse_args()
+    commands = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "env": cmd_env}
+    commands.update({"with": cmd_with, "_kueue": cmd_kueue})
+    commands[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()
