@@ -49,7 +49,8 @@ ADMISSION_CHECK = "multikueue"
 MK_CONFIG = "multicluster"
 # Short enough for the worker-lost test; Kueue's default is 15m (configuration_types.go).
 MULTIKUEUE = {"gcInterval": "10s", "origin": "trainweave-manager", "workerLostTimeout": "60s"}
-QUOTA = {"cpu": "256", "memory": "2Ti", "nvidia.com/gpu": "32"}
+GPU = "nvidia.com/gpu"
+QUOTA = {"cpu": "256", "memory": "2Ti", GPU: "32"}
 
 
 def state_dir(name: str) -> Path:
@@ -187,12 +188,16 @@ def manager_docs(worker_kubeconfigs: dict[str, str]) -> list[dict[str, Any]]:
 
 
 def worker_docs() -> list[dict[str, Any]]:
-    """The dispatch ClusterQueue (the MultiKueue copy of each Workload) and the step one."""
+    """The dispatch ClusterQueue (the MultiKueue copy of each Workload) and the step one (a
+    flavor per node pool, GPUs only in the gpu one, as the kwok nodes have them)."""
     steps = cluster_queue(STEPS_CQ, [])
     steps["spec"]["resourceGroups"][0]["flavors"] = [
         {
             "name": pool,
-            "resources": [{"name": r, "nominalQuota": q} for r, q in QUOTA.items()],
+            "resources": [
+                {"name": r, "nominalQuota": q if pool == "gpu" or r != GPU else "0"}
+                for r, q in QUOTA.items()
+            ],
         }
         for pool in engine_config.POOLS
     ]

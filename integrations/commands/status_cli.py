@@ -135,6 +135,39 @@ def disruption_lines(v: WorkflowView) -> list[str]:
     return lines
 
 
+MULTIKUEUE = (
+    "kueue.x-k8s.io/multikueue"  # Kueue v0.19.2 apis/kueue/v1beta2 MultiKueueControllerName
+)
+
+
+def dispatch_lines(trainjob: Json, workloads: list[Json]) -> list[str]:
+    """Where MultiKueue runs a TrainJob it manages (``spec.managedBy``): the manager's Workload
+    owned by it, its ``status.clusterName`` (set once a worker reserved quota) or its
+    ``nominatedClusterNames``, and each admission check's state (Kueue v0.19.2
+    apis/kueue/v1beta2/workload_types.go)."""
+    uid = trainjob.get("metadata", {}).get("uid")
+    lines = []
+    for wl in workloads:
+        owners = wl.get("metadata", {}).get("ownerReferences") or []
+        if not any(o.get("uid") == uid for o in owners):
+            continue
+        st = wl.get("status") or {}
+        where = st.get("clusterName") or (
+            "nominated " + ",".join(st["nominatedClusterNames"])
+            if st.get("nominatedClusterNames")
+            else "none yet"
+        )
+        lines.append(
+            f"dispatched by MultiKueue: worker {where} (Workload {wl['metadata']['name']})"
+        )
+        for ac in st.get("admissionChecks") or []:
+            msg = ac.get("message", "")
+            lines.append(
+                f"  admission check {ac['name']}: {ac['state']}" + (f": {msg}" if msg else "")
+            )
+    return lines or ["dispatched by MultiKueue: no Workload yet"]
+
+
 @dataclass(frozen=True)
 class Timeline:
     """``--timeline`` (``on``), ``-o`` (table|json) and ``--timeline-png`` FILE ("" for none)."""
@@ -189,6 +222,14 @@ def main(
         return 1
     if not opts.on:
         print_status(obs, datetime.now(UTC), out)
+        if TrainJobBody.of(obs.trainjob).managed_by == MULTIKUEUE:
+            try:
+                wls = list_all(client.send, api.WORKLOAD, namespace)
+            except api.ApiError as exc:
+                err.write(f"error: {exc}\n")
+                return 1
+            for line in dispatch_lines(obs.trainjob, wls):
+                out.write(line + "\n")
         return 0
     try:
         print_timeline(obs, events, datetime.now(UTC), out, opts)
