@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Three control planes on loopback for MultiKueue (issue 21): up | down | status | env | with.
+"""Three control planes on loopback for MultiKueue (issue 21): up | down | status | env | with |
+lose NAME | return NAME (a worker's kube-apiserver stopped, started again).
 
 A manager and two workers, each a whole `hack/cluster.py up` (etcd, kube-apiserver, kcm,
 scheduler, kwok and its fake nodes, the pinned CRDs incl. Trainer v2.3.0's, Kueue, Argo) in its
@@ -34,6 +35,7 @@ from typing import Any
 import common
 import control_plane
 import engine_config
+import restart
 import yaml
 from cluster_with import run_with_cluster
 
@@ -233,6 +235,41 @@ def cmd_kueue(args: argparse.Namespace) -> None:
     common.save_state(state)
 
 
+# kwokctl's components that exit when kube-apiserver is gone for long (leader election lost)
+DEPENDENTS = ("kube-controller-manager", "kube-scheduler")
+
+
+def cmd_apiserver(args: argparse.Namespace) -> None:
+    """``_apiserver --stop|--start`` in a member's state dir: its kube-apiserver killed, how it
+    and DEPENDENTS ran kept (launch.json), or started again from that (and any dependent that
+    exited meanwhile), waited for ready, kwokctl's pid files pointed at them (hack/restart.py's
+    restart in two halves)."""
+    state = common.load_state() or {}
+    pids = common.kwok_cluster_dir() / "pids"
+    saved = common.STATE / "launch.json"
+    if args.stop:
+        launches = {
+            n: restart._launch_from_proc(int((pids / f"{n}.pid").read_text().strip()))
+            for n in ("kube-apiserver", *DEPENDENTS)
+        }
+        saved.write_text(json.dumps(launches))
+        pid = int((pids / "kube-apiserver.pid").read_text().strip())
+        ports = [p for k, p in state.get("ports", {}).items() if k.startswith("kube-apiserver/")]
+        restart._kill("kube-apiserver", pid, ports, group=False)
+        return
+    launches = json.loads(saved.read_text())
+    kubectl_bin = Path(state["engines"]) / "bin" / "kubectl"
+    for name, launch in launches.items():
+        if common.pid_alive(int((pids / f"{name}.pid").read_text().strip())):
+            continue
+        new = common.start_process(name, launch["argv"], launch["env"], Path(launch["cwd"]))
+        (pids / f"{name}.pid").write_text(str(new))
+        if name == "kube-apiserver":
+            common.wait_for(
+                "kube-apiserver ready", lambda: common.apiserver_ready(kubectl_bin), 120
+            )
+
+
 # ---------------------------------------------------------------------------------------------
 # commands
 
@@ -311,6 +348,15 @@ def cmd_status(args: argparse.Namespace) -> None:
         sys.exit(1)
 
 
+def cmd_worker(args: argparse.Namespace) -> None:
+    """``lose NAME`` / ``return NAME``: a worker's kube-apiserver stopped (the manager loses
+    it; everything else of the worker runs on) or started again as it ran."""
+    me = [sys.executable, str(Path(__file__).resolve()), "_apiserver"]
+    flag = "--stop" if args.cmd == "lose" else "--start"
+    if subprocess.run([*me, flag], env=member_env(args.name), check=False).returncode != 0:
+        common.die(f"{args.cmd} {args.name} failed")
+
+
 def cmd_env(args: argparse.Namespace) -> None:
     for k, v in env_vars().items():
         print(f"export {k}={v}")
@@ -359,11 +405,19 @@ def main() -> None:
     sub.add_parser("env", help="print the members' kubeconfig exports")
     wi = sub.add_parser("with", help="with -- CMD ARGS...: CMD with the kubeconfigs exported")
     wi.add_argument("command", nargs=argparse.REMAINDER)
+    for verb, what in (("lose", "stop"), ("return", "start again")):
+        w = sub.add_parser(verb, help=f"{what} a worker's kube-apiserver")
+        w.add_argument("name", choices=WORKERS)
+    ap_ = sub.add_parser("_apiserver", help=argparse.SUPPRESS)
+    way = ap_.add_mutually_exclusive_group(required=True)
+    way.add_argument("--stop", action="store_true")
+    way.add_argument("--start", action="store_true")
     kq = sub.add_parser("_kueue", help=argparse.SUPPRESS)
     kq.add_argument("--role", choices=[MANAGER, "worker"], required=True)
     args = ap.parse_args()
     commands = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "env": cmd_env}
-    commands.update({"with": cmd_with, "_kueue": cmd_kueue})
+    commands.update({"with": cmd_with, "_kueue": cmd_kueue, "_apiserver": cmd_apiserver})
+    commands.update({"lose": cmd_worker, "return": cmd_worker})
     commands[args.cmd](args)
 
 

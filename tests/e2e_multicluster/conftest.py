@@ -4,15 +4,22 @@ two workers; docs/multicluster.md). Not collected by `make e2e` (it runs tests/e
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import signal
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client
 
-from tests.e2e.kube import Kube, api_client
+from tests.e2e.controller_proc import ControllerProc
+from tests.e2e.kube import E2E_NAMESPACE_LABEL, KUEUE, Kube, api_client, condition_is, wait_until
+from tests.e2e.pipelines import apply, example
 
 MEMBERS = ("manager", "worker-1", "worker-2")
+DISPATCH_CQ, STEPS_CQ = "multicluster-dispatch", "multicluster-steps"  # hack/multicluster.py
+Json = dict[str, Any]
 
 
 def kubeconfig(member: str) -> Path:
@@ -33,3 +40,85 @@ def clusters() -> Iterator[dict[str, Kube]]:
     yield {m: Kube(api) for m, api in apis.items()}
     for api in apis.values():
         api.close()  # type: ignore[no-untyped-call]
+
+
+def local_queue(name: str, cq: str, ns: str) -> Json:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"clusterQueue": cq},
+    }
+
+
+def active(kube: Kube, lq: str, ns: str) -> Callable[[], bool]:
+    return lambda: condition_is(kube.get(KUEUE, "localqueues", lq, ns), "Active")
+
+
+def ready(p: ControllerProc) -> Callable[[], bool]:
+    return lambda: p.get("/readyz")[0] == 200
+
+
+@pytest.fixture
+def mc_namespace(clusters: dict[str, Kube]) -> Iterator[str]:
+    """The same namespace on all three (MultiKueue copies into the same namespace): the runtime
+    and a `dispatch` LocalQueue everywhere, the step LocalQueues `cpu` and `gpu` on the workers;
+    `trainweave controller` on each worker, with the worker's kubeconfig."""
+    ns = f"mc-{uuid.uuid4().hex[:6]}"
+    procs = []
+    for member, kube in clusters.items():
+        kube.create_namespace(ns, {E2E_NAMESPACE_LABEL: "true"})
+        names = {"dispatch": DISPATCH_CQ}
+        if member != "manager":
+            names |= {"cpu": STEPS_CQ, "gpu": STEPS_CQ}
+            if (
+                kube.core.list_namespace(field_selector="metadata.name=trainweave-system").items
+                == []
+            ):
+                kube.create_namespace("trainweave-system", {})
+        for lq, cq in names.items():
+            kube.create(KUEUE, "localqueues", local_queue(lq, cq, ns), ns)
+            wait_until(f"{member}: LocalQueue {lq} Active", active(kube, lq, ns), timeout=60)
+        if member != "manager":
+            procs.append(ControllerProc(ns, member, kubeconfig(member)))
+    for p in procs:
+        wait_until("controller /readyz", ready(p), timeout=60)
+    yield ns
+    for p in procs:
+        p.stop(signal.SIGKILL)
+    for kube in clusters.values():
+        for wl in kube.list(KUEUE, "workloads", ns):
+            kube.delete(KUEUE, "workloads", wl["metadata"]["name"], ns)
+        kube.delete_namespace(ns)
+
+
+WORKERS = MEMBERS[1:]
+TRAINER = ("trainer.kubeflow.org", "v1alpha1")
+
+
+def get_tj(kube: Kube, ns: str) -> Json | None:
+    return kube.get(TRAINER, "trainjobs", "ft", ns)
+
+
+def placed(manager: Kube, ns: str) -> Callable[[], str | None]:
+    """The worker the manager's Workload is on (``status.clusterName``), or None."""
+
+    def where() -> str | None:
+        for wl in manager.list(KUEUE, "workloads", ns):
+            name = (wl.get("status") or {}).get("clusterName")
+            if name:
+                return str(name)
+        return None
+
+    return where
+
+
+def submit(clusters: dict[str, Kube], ns: str, durations: dict[str, str]) -> str:
+    """The llm-finetune example (tests/e2e/pipelines.py) created on the manager in the dispatch
+    LocalQueue, its runtime on every member; the worker MultiKueue placed it on."""
+    tj, rt = example(ns, durations=durations)
+    tj["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "dispatch"}
+    for w in WORKERS:
+        clusters[w].create(TRAINER, "trainingruntimes", rt, ns)
+    apply(clusters["manager"], ns, tj, rt)
+    return wait_until("manager Workload has a clusterName", placed(clusters["manager"], ns), 180)
