@@ -75,7 +75,7 @@ linktree:
 TEST_MODULES := $(patsubst tests/%.py,tests.%,$(filter-out tests/__init__.py,$(wildcard tests/*.py)))
 typecheck: venv linktree
 	cd .cache/typecheck && ../../$(VENV)/bin/mypy --config-file ../../pyproject.toml -p trainweave \
-	  -p tests.unit -p tests.e2e $(addprefix -m ,$(TEST_MODULES))
+	  -p tests.unit -p tests.e2e -p tests.e2e_multicluster $(addprefix -m ,$(TEST_MODULES))
 	cd .cache/typecheck && ../../$(VENV)/bin/mypy --config-file ../../pyproject.toml \
 	  $(addprefix ../../,$(wildcard hack/*.py benchmarks/*.py))
 
