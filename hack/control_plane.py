@@ -126,15 +126,18 @@ def start_kueue(
     apply: list[str],
     state: dict[str, Any],
     frameworks: list[str] = KUEUE_FRAMEWORKS,
+    extra: dict[str, Any] | None = None,
 ) -> None:
     """The Kueue manager with its webhooks on https://127.0.0.1:<free port> (own CA), waited for
     healthy; then its webhook configurations pointing at that URL. waitForPodsReady is the default
-    unless state["kueue_pods_ready"] says otherwise (hack/kueue_config.py)."""
+    unless state["kueue_pods_ready"] says otherwise (hack/kueue_config.py); ``extra``: more
+    top-level Configuration fields (a MultiKueue manager's ``multiKueue``)."""
     kdir = STATE / "kueue"
     cert_dir = kdir / "certs"
     ca = make_certs(cert_dir)
     wport, hport = free_port(), free_port()
     config = kueue_config(wport, hport, cert_dir, frameworks, state.get("kueue_pods_ready"))
+    config.update(extra or {})
     (kdir / "config.yaml").write_text(yaml.safe_dump(config))
     state["ports"].update({"kueue/webhook": wport, "kueue/health": hport})
     kueue_argv = [

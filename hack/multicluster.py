@@ -220,18 +220,14 @@ def cmd_kueue(args: argparse.Namespace) -> None:
     sources = common.read_env(eng / "sources.env")
     _, apply = common.kubectl_commands(eng / "bin")
     common.stop_pid(int(state["pids"]["kueue"]), "kueue")
-    if args.role == MANAGER:
-        base = engine_config.kueue_config
-
-        def with_multikueue(*a: Any, **kw: Any) -> dict[str, Any]:
-            return {**base(*a, **kw), "multiKueue": MULTIKUEUE}
-
-        # start_kueue builds its config with control_plane.kueue_config: add the section there
-        setattr(control_plane, "kueue_config", with_multikueue)  # noqa: B010
+    extra = {"multiKueue": MULTIKUEUE} if args.role == MANAGER else None
+    if extra:
         state["settings"] = {**state.get("settings", {}), "kueue multiKueue": MULTIKUEUE}
     frameworks = engine_config.KUEUE_UPSTREAM_FRAMEWORKS
     state["settings"] = {**state.get("settings", {}), "kueue frameworks": frameworks}
-    control_plane.start_kueue(eng / "bin", Path(sources["KUEUE_DIR"]), apply, state, frameworks)
+    control_plane.start_kueue(
+        eng / "bin", Path(sources["KUEUE_DIR"]), apply, state, frameworks, extra
+    )
     common.save_state(state)
 
 
