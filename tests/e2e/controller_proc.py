@@ -14,9 +14,13 @@ import socket
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
+from kubernetes import client
+
+from .kube import Kube, wait_until
 from .service_account import SA_NAMESPACE
 
 
@@ -83,3 +87,34 @@ class ControllerProc:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
             self.proc.wait(20)
+
+
+@contextmanager
+def status_server_controller(
+    kube: Kube, namespace: str, kubeconfig: Path, bind_host: str, url_host: str
+) -> Iterator[tuple[ControllerProc, int]]:
+    """A controller with Trainer's status server on (``--trainjob-status``) at ``bind_host``,
+    announced to pods as ``https://url_host:PORT``; its Lease removed after."""
+    port = free_port()
+    ctl = ControllerProc(
+        namespace,
+        "a",
+        kubeconfig,
+        args=(
+            "--trainjob-status",
+            "--trainjob-status-bind", f"{bind_host}:{port}",
+            "--trainjob-status-url", f"https://{url_host}:{port}",
+        ),
+    )  # fmt: skip
+    try:
+        wait_until("controller ready", lambda: ctl.get("/readyz")[0] == 200, timeout=60)
+        yield ctl, port
+    finally:
+        ctl.stop()
+        try:
+            client.CoordinationV1Api(kube.api).delete_namespaced_lease(
+                ctl.lease_name, ctl.lease_namespace
+            )
+        except client.ApiException as e:
+            if e.status != 404:
+                raise

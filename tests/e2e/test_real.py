@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
 
-from .controller_proc import ControllerProc, free_port
+from .controller_proc import ControllerProc, status_server_controller
 from .kube import KUEUE, Kube, condition, wait_until
 from .pipelines import TRAINER, apply, trainjob, wait_condition, workflows
 from .real import NODE, exit_codes, logs, none_admitted, step_pods
@@ -35,27 +34,11 @@ def status_controller(
     the real node's pods at the node's address (the host's), its certificate naming it."""
     node: Any = kube.core.read_node(real_node)
     (ip,) = [a.address for a in node.status.addresses if a.type == "InternalIP"]
-    port = free_port()
-    ctl = ControllerProc(
-        namespace,
-        "a",
-        controller_kubeconfig,
-        args=(
-            "--trainjob-status",
-            "--trainjob-status-bind", f"0.0.0.0:{port}",
-            "--trainjob-status-url", f"https://{ip}:{port}",
-        ),
-    )  # fmt: skip
-    wait_until("controller ready", lambda: ctl.get("/readyz")[0] == 200, timeout=60)
-    yield ctl
-    ctl.stop()
-    try:
-        client.CoordinationV1Api(kube.api).delete_namespaced_lease(
-            ctl.lease_name, ctl.lease_namespace
-        )
-    except client.ApiException as e:
-        if e.status != 404:
-            raise
+    with status_server_controller(kube, namespace, controller_kubeconfig, "0.0.0.0", ip) as (
+        ctl,
+        _,
+    ):
+        yield ctl
 
 
 def test_llm_style_pipeline_trains_for_real(

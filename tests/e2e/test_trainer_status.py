@@ -33,7 +33,7 @@ from kubernetes import client
 
 from tests.oracle.harness import sdk_python
 
-from .controller_proc import ControllerProc, free_port
+from .controller_proc import ControllerProc, status_server_controller
 from .kube import Kube, default_kubeconfig, wait_until
 from .pipelines import TRAINER, apply, example, trainjob
 
@@ -52,27 +52,10 @@ def audience(ns: str, name: str) -> str:
 def status_controller(
     kube: Kube, namespace: str, controller_kubeconfig: Path
 ) -> Iterator[tuple[ControllerProc, int]]:
-    port = free_port()
-    ctl = ControllerProc(
-        namespace,
-        "a",
-        controller_kubeconfig,
-        args=(
-            "--trainjob-status",
-            "--trainjob-status-bind", f"127.0.0.1:{port}",
-            "--trainjob-status-url", f"https://127.0.0.1:{port}",
-        ),
-    )  # fmt: skip
-    wait_until("controller ready", lambda: ctl.get("/readyz")[0] == 200, timeout=60)
-    yield ctl, port
-    ctl.stop()
-    try:
-        client.CoordinationV1Api(kube.api).delete_namespaced_lease(
-            ctl.lease_name, ctl.lease_namespace
-        )
-    except client.ApiException as e:
-        if e.status != 404:
-            raise
+    with status_server_controller(
+        kube, namespace, controller_kubeconfig, "127.0.0.1", "127.0.0.1"
+    ) as out:
+        yield out
 
 
 def token(kube: Kube, ns: str, sa: str, aud: str, bound: Json | None = None) -> str:
