@@ -316,6 +316,14 @@ def main() -> None:
     us.add_argument("state", choices=["on", "off"])
     rs = sub.add_parser("restart", help="crash an engine (SIGKILL) and start it again")
     rs.add_argument("name", choices=restart.ENGINES)
+    rs.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="start it again with this environment variable too (kept for later restarts; "
+        "not for kube-apiserver), e.g. workflow-controller --env INFORMER_WRITE_BACK=true",
+    )
     kueue_config.add_parser(sub)
     rd = sub.add_parser("render", help="write nodes/Stages/flavors/Kueue config for kind-up")
     rd.add_argument("--out", required=True)

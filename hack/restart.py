@@ -1,5 +1,6 @@
-"""`hack/cluster.py restart NAME`: crash one engine of the local control plane (SIGKILL) and start
-it again exactly as it ran, waited for healthy: the chaos tests' fault (docs/reliability.md).
+"""`hack/cluster.py restart NAME [--env K=V]`: crash one engine of the local control plane (SIGKILL)
+and start it again exactly as it ran (plus ``--env``, kept for later restarts), waited for
+healthy: the chaos tests' fault (docs/reliability.md) and the benchmarks' engine-setting A/B.
 
 Kueue, Argo's workflow-controller, Trainer and JobSet are started by common.start_process,
 which keeps how (pids/<name>.json). kube-apiserver is started by kwokctl: its command line, environment and
@@ -60,7 +61,10 @@ def cmd_restart(args: argparse.Namespace) -> None:
     if not state:
         common.die("the local control plane is down")
     ports = [port for key, port in state.get("ports", {}).items() if key.startswith(f"{name}/")]
+    extra = dict(kv.split("=", 1) for kv in args.env)
     if name in KWOKCTL_STARTED:
+        if extra:
+            common.die(f"--env is for the engines trainweave starts, not {name}")
         _restart_kwokctl_component(name, state, ports)
         return
     if name not in state.get("pids", {}):
@@ -68,6 +72,12 @@ def cmd_restart(args: argparse.Namespace) -> None:
     pid = int(state["pids"][name])
     _kill(name, pid, [6060] if name == "workflow-controller" else ports, group=True)
     launch = json.loads((common.STATE / "pids" / f"{name}.json").read_text())
+    launch["env"] = {**launch["env"], **extra}
+    # the benchmarks print these settings (an A/B of an engine setting names what it ran with)
+    state["settings"] = {
+        **state.get("settings", {}),
+        **{f"{name} {k}": v for k, v in extra.items()},
+    }
     url = health_url(name, state)
     for _ in range(3):  # a port may still be in the kernel's hands: start again if it exits
         state["pids"][name] = common.start_process(
