@@ -1,6 +1,6 @@
 """GPU admission: upstream (Kubeflow Trainer + JobSet + Kueue) against trainweave, same trace.
 
-    make bench-admission                      # the three traces, 24 TrainJobs each
+    make bench-admission                      # the four traces, 24 TrainJobs each
     .venv/bin/python benchmarks/admission.py --trace init-heavy --trainjobs 4
 
 Needs the local control plane (`make cluster-up`; the make target starts it if needed). For each
@@ -13,18 +13,26 @@ on the same engines and Kueue:
 - trainweave: its controller; steps on a CPU and a GPU ClusterQueue with the same totals.
 
 GPU quota fits two trainers (32 GPUs). Traces: `init-heavy` (initializers 30-40 s, trainer
-8-12 s), `init-light` (initializers 2-3 s, trainer 25-35 s), both submitted at once, and
-`poisson` (init-heavy durations, arrivals every 8 s on average). Watches record every Workload
-and pod as the cluster writes them; what is submitted comes from benchmarks/admission_trace.py,
-the figures from benchmarks/admission_metrics.py. Prints machine, versions and engine settings,
-writes docs/admission-<trace>.png (the GPU timeline of both runs side by side) and the last
-lines `bench-admission: trace=NAME makespan-ratio=R held-idle-gpu-s trainweave=X upstream=Y`.
+8-12 s), `init-light` (initializers 2-3 s, trainer 25-35 s), both submitted at once,
+`poisson` (init-heavy durations, arrivals every 8 s on average) and `sustained` (init-heavy,
+then a GPU evaluator of 1 x 8 GPUs for 4-6 s after the trainer; arrivals every 6.5 s on
+average: 0.96 of the GPU quota offered). `sustained` (and every trace with --kept) runs a third
+setup, trainweave-kept: the controller with --kept-position.
+
+Watches (benchmarks/admission_record.py) record every Workload, pod and Workflow as the
+cluster writes them, and when each state was first seen; what is submitted comes from
+benchmarks/admission_trace.py, the figures from benchmarks/admission_metrics.py. Prints
+machine, versions and engine settings, a JSON line of figures per run and, for trainweave runs,
+`{"handoff": ...}` (p50/p99 of each part of a step hand-off), writes
+docs/admission-<trace>.png (the GPU timelines side by side) and the last lines, one per trace:
+`bench-admission: trace=NAME makespan-ratio=R held-idle-gpu-s trainweave=X upstream=Y
+inversions trainweave=I upstream=J jct-p99-ratio=Q` (trainweave: with kept position where it
+ran; the run without it follows as nokept-* fields).
 """
 
 from __future__ import annotations
 
 import argparse
-import calendar
 import contextlib
 import importlib
 import json
@@ -34,161 +42,31 @@ import re
 import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client, config, watch
+from kubernetes import client, config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from admission_metrics import Hold, Span, TrainJobTimes, summary
-from admission_trace import GPU, GPU_QUOTA, Job, Json, queues, runtime, trace, trainjob
+from admission_metrics import GpuStep, Hold, Span, StepStart, TrainJobTimes, handoff, summary
+from admission_record import KUEUE, Recorder, Steps, condition_time, holds, spans, stamp
+from admission_trace import (
+    GPU_QUOTA,
+    TRACES,
+    Job,
+    Json,
+    offered_gpus,
+    queues,
+    runtime,
+    trace,
+    trainjob,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAINER = ("trainer.kubeflow.org", "v1alpha1")
-KUEUE = ("kueue.x-k8s.io", "v1beta2")
-
-
-class Recorder:
-    """Every Workload and pod of a namespace as last seen (watches), by uid."""
-
-    def __init__(self, api: client.ApiClient, ns: str) -> None:
-        self.core, self.custom, self.ns = client.CoreV1Api(api), client.CustomObjectsApi(api), ns
-        self.workloads: dict[str, Json] = {}
-        self.pods: dict[str, Json] = {}
-        self.deleted: dict[str, float] = {}
-        self.stop = threading.Event()
-        self.api = api
-
-    def _loop(self, kind: str) -> None:
-        while not self.stop.is_set():
-            w = watch.Watch()  # type: ignore[no-untyped-call]
-            if kind == "pods":
-                stream = w.stream(self.core.list_namespaced_pod, self.ns, timeout_seconds=30)  # type: ignore[no-untyped-call]
-            else:
-                stream = w.stream(self.custom.list_namespaced_custom_object, *KUEUE, self.ns,  # type: ignore[no-untyped-call]
-                                  "workloads", timeout_seconds=30)  # fmt: skip
-            store = self.pods if kind == "pods" else self.workloads
-            for ev in stream:
-                obj = ev["object"]
-                if kind == "pods":
-                    obj = self.api.sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
-                uid = obj["metadata"]["uid"]
-                store[uid] = obj
-                if ev["type"] == "DELETED":
-                    self.deleted.setdefault(uid, time.time())
-                if self.stop.is_set():
-                    w.stop()  # type: ignore[no-untyped-call]
-                    break
-
-    def start(self) -> None:
-        for kind in ("pods", "workloads"):
-            threading.Thread(target=self._loop, args=(kind,), daemon=True).start()
-
-
-def stamp(text: str | None) -> float | None:
-    """RFC 3339 (second precision, as the API server writes conditions) -> epoch seconds."""
-    if not text:
-        return None
-    return float(calendar.timegm(time.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")))
-
-
-def condition_time(obj: Json, ctype: str, status: str = "True") -> float | None:
-    for c in (obj.get("status") or {}).get("conditions") or []:
-        if c["type"] == ctype and c["status"] == status:
-            return stamp(c.get("lastTransitionTime"))
-    return None
-
-
-def gpus_of(wl: Json) -> float:
-    """GPUs a Workload reserves (its admission's resourceUsage, else its pod sets' requests)."""
-    admission = (wl.get("status") or {}).get("admission") or {}
-    total = 0.0
-    for psa in admission.get("podSetAssignments") or []:
-        total += float(str((psa.get("resourceUsage") or {}).get(GPU, "0")))
-    if total:
-        return total
-    for ps in (wl.get("spec") or {}).get("podSets") or []:
-        for c in ps["template"]["spec"].get("containers") or []:
-            res = c.get("resources") or {}
-            value = (res.get("requests") or {}).get(GPU) or (res.get("limits") or {}).get(GPU)
-            total += float(str(value or 0)) * int(ps.get("count", 1))
-    return total
-
-
-def trainjob_of(obj: Json) -> str:
-    """The TrainJob a Workload or pod belongs to: its owner (upstream) or its labels."""
-    meta = obj.get("metadata") or {}
-    for ref in meta.get("ownerReferences") or []:
-        if ref.get("kind") == "TrainJob":
-            return str(ref["name"])
-    labels = dict(meta.get("labels") or {})
-    for ps in (obj.get("spec") or {}).get("podSets") or []:
-        labels.update((ps.get("template") or {}).get("metadata", {}).get("labels") or {})
-    return str(
-        labels.get("trainweave.io/trainjob") or labels.get("jobset.sigs.k8s.io/jobset-name") or ""
-    )
-
-
-def holds(rec: Recorder, t0: float, end: float) -> list[Hold]:
-    # a pod group's Workload (trainweave) is owned by its pods: their labels name the TrainJob
-    groups = {
-        (p["metadata"].get("labels") or {}).get("kueue.x-k8s.io/pod-group-name"): trainjob_of(p)
-        for p in rec.pods.values()
-    }
-    out = []
-    for uid, wl in rec.workloads.items():
-        start = condition_time(wl, "QuotaReserved")
-        if start is None:
-            continue
-        stop = (
-            condition_time(wl, "Finished")
-            or condition_time(wl, "QuotaReserved", "False")
-            or rec.deleted.get(uid)
-            or end
-        )
-        created = stamp(wl["metadata"].get("creationTimestamp")) or start
-        out.append(
-            Hold(
-                trainjob_of(wl) or groups.get(wl["metadata"]["name"], ""),
-                wl["metadata"]["name"],
-                gpus_of(wl),
-                created - t0,
-                start - t0,
-                max(start, stop) - t0,
-            )
-        )
-    return out
-
-
-def spans(rec: Recorder, t0: float, end: float) -> list[Span]:
-    """Trainer pods (replicatedJob ``node``) from their container start to its finish."""
-    out = []
-    for pod in rec.pods.values():
-        labels = pod["metadata"].get("labels") or {}
-        if labels.get("jobset.sigs.k8s.io/replicatedjob-name") != "node":
-            continue
-        status = pod.get("status") or {}
-        start = stamp(status.get("startTime"))
-        if start is None:
-            continue
-        finish = None
-        for cs in status.get("containerStatuses") or []:
-            if cs["name"] in ("wait", "main") and len(status["containerStatuses"]) > 1:
-                continue
-            term = (cs.get("state") or {}).get("terminated")
-            if term:
-                start = stamp(term.get("startedAt")) or start
-                finish = stamp(term.get("finishedAt"))
-        gpus = sum(
-            float(str(((c.get("resources") or {}).get("limits") or {}).get(GPU, 0)))
-            for c in pod["spec"]["containers"]
-        )
-        out.append(Span(trainjob_of(pod), start - t0, (finish or end) - t0, gpus))
-    return out
 
 
 def apiserver_writes(kubectl: list[str]) -> float:
@@ -212,6 +90,8 @@ class Run:
     jobs: list[TrainJobTimes] = field(default_factory=list)
     holds: list[Hold] = field(default_factory=list)
     spans: list[Span] = field(default_factory=list)
+    starts: list[StepStart] = field(default_factory=list)
+    gpu_steps: list[GpuStep] = field(default_factory=list)
     figures: dict[str, float] = field(default_factory=dict)
 
 
@@ -246,6 +126,7 @@ class Cluster:
             time.sleep(0.2)
 
     def run(self, setup: str, jobs: list[Job], timeout: float) -> Run:
+        """``setup``: upstream, trainweave, or trainweave-kept (controller --kept-position)."""
         upstream = setup == "upstream"
         ns = f"bench-{setup}-{uuid.uuid4().hex[:5]}"
         labels = {"trainweave.test/e2e": "true"}
@@ -271,14 +152,17 @@ class Cluster:
             ctl = subprocess.Popen(
                 [sys.executable, "-m", "trainweave.cli", "controller", "--kubeconfig",
                  self.kubeconfig, "--namespace", ns, "--lease-namespace", ns,
-                 "--bind", f"127.0.0.1:{port}", "--log-level", "WARNING"],
+                 "--bind", f"127.0.0.1:{port}", "--log-level", "WARNING",
+                 *(["--kept-position"] if setup == "trainweave-kept" else [])],
             )  # fmt: skip
         rec = Recorder(self.api, ns)
         rec.start()
         writes0 = apiserver_writes(self.kubectl)
         t0 = time.time()
+        submitted: dict[str, float] = {}  # sub-second, for the order of creation
         for job in jobs:  # a trace's arrivals: pacing, not synchronisation
             time.sleep(max(0.0, t0 + job.arrival - time.time()))
+            submitted[job.name] = time.time() - t0
             self.create_trainjob(ns, trainjob(ns, job, upstream))
         done: dict[str, TrainJobTimes] = {}
         deadline = time.time() + timeout
@@ -299,9 +183,15 @@ class Cluster:
         if ctl is not None:
             ctl.terminate()
             ctl.wait(30)
+        deps = {
+            rj["name"]: [d["name"] for d in rj.get("dependsOn") or []]
+            for rj in runtime(ns, jobs[0], upstream)["spec"]["template"]["spec"]["replicatedJobs"]
+        }
+        steps = Steps(rec, deps, t0)
         run = Run(setup, sorted(done.values(), key=lambda j: j.name), holds(rec, t0, end),
-                  spans(rec, t0, end))  # fmt: skip
-        run.figures = summary(run.jobs, run.holds, run.spans, GPU_QUOTA)
+                  spans(rec, t0, end), [] if upstream else steps.starts())  # fmt: skip
+        run.gpu_steps = steps.gpu_steps(upstream, submitted)
+        run.figures = summary(run.jobs, run.holds, run.spans, GPU_QUOTA, run.gpu_steps)
         run.figures["api_writes"] = writes
         run.figures["api_writes_per_trainjob"] = writes / len(jobs)
         with contextlib.suppress(client.ApiException):
@@ -316,7 +206,7 @@ class Cluster:
 
 
 def plot(trace_name: str, runs: list[Run], out: Path) -> None:
-    """Per TrainJob, GPUs reserved (light) and reserved while its trainer runs (dark), both setups
+    """Per TrainJob, GPUs reserved (light) and reserved while its GPU pods run (dark), the setups
     side by side (matplotlib, installed by `make bench-admission`)."""
     plt: Any = importlib.import_module("matplotlib.pyplot")
     importlib.import_module("matplotlib").use("Agg")
@@ -334,7 +224,7 @@ def plot(trace_name: str, runs: list[Run], out: Path) -> None:
                      f"held-idle {held:.0f} GPU-s")  # fmt: skip
         ax.set_xlabel("seconds since submission")
         ax.set_yticks(range(len(names)), names, fontsize=7)
-    axes[0].set_ylabel(f"TrainJob ({trace_name}); light: GPUs reserved, dark: trainer running")
+    axes[0].set_ylabel(f"TrainJob ({trace_name}); light: GPUs reserved, dark: GPU pods running")
     fig.tight_layout()
     fig.savefig(out, dpi=90)
 
@@ -353,9 +243,36 @@ def versions() -> dict[str, str]:
     }  # fmt: skip
 
 
+def last_line(name: str, up: Run, tws: list[Run]) -> str:
+    """The machine-readable line of a trace: trainweave = the last setup (with kept position
+    where it ran); with two trainweave setups, the first's figures follow as ``nokept-*``."""
+
+    def figures(tw: Run) -> tuple[float, float, float, float]:
+        f, u = tw.figures, up.figures
+        ratio = f["makespan_s"] / u["makespan_s"] if u["makespan_s"] else 0.0
+        p99 = f["jct_p99_s"] / u["jct_p99_s"] if u["jct_p99_s"] else 0.0
+        return ratio, f["held_idle_gpu_s"], f["inversions"], p99
+
+    ratio, held, inv, p99 = figures(tws[-1])
+    line = (
+        f"bench-admission: trace={name} makespan-ratio={ratio:.2f} held-idle-gpu-s "
+        f"trainweave={held:.0f} upstream={up.figures['held_idle_gpu_s']:.0f} inversions "
+        f"trainweave={inv:.0f} upstream={up.figures['inversions']:.0f} jct-p99-ratio={p99:.2f}"
+    )
+    if len(tws) > 1:
+        ratio, held, inv, p99 = figures(tws[0])
+        line += (
+            f" nokept-makespan-ratio={ratio:.2f} nokept-held-idle-gpu-s={held:.0f}"
+            f" nokept-inversions={inv:.0f} nokept-jct-p99-ratio={p99:.2f}"
+        )
+    return line
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--trace", action="append", choices=["init-heavy", "init-light", "poisson"])
+    ap.add_argument("--trace", action="append", choices=TRACES)
+    ap.add_argument("--kept", action="store_true", help="a third setup, trainweave-kept, on every "
+                    "trace (always on for sustained)")  # fmt: skip
     ap.add_argument("--trainjobs", type=int, default=24)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--scale", type=float, default=1.0, help="durations and gaps times this")
@@ -375,26 +292,29 @@ def main() -> int:
                       "versions": versions(), "settings": settings, "trainjobs": args.trainjobs,
                       "scale": args.scale, "seed": args.seed}))  # fmt: skip
     lines = []
-    for name in args.trace or ["init-heavy", "init-light", "poisson"]:
+    for name in args.trace or list(TRACES):
         jobs = trace(name, args.trainjobs, args.seed, args.scale)
+        if name == "sustained":
+            print(json.dumps({"trace": name, "offered_gpus": round(offered_gpus(name), 2),
+                              "gpu_quota": GPU_QUOTA,
+                              "offered_load": round(offered_gpus(name) / GPU_QUOTA, 3)}))  # fmt: skip
         cluster.upstream(True)
         try:
             up = cluster.run("upstream", jobs, args.timeout)
         finally:
             cluster.upstream(False)
-        tw = cluster.run("trainweave", jobs, args.timeout)
-        for run in (up, tw):
+        runs = [up, cluster.run("trainweave", jobs, args.timeout)]
+        if args.kept or name == "sustained":
+            runs.append(cluster.run("trainweave-kept", jobs, args.timeout))
+        for run in runs:
             print(json.dumps({"trace": name, "setup": run.setup,
                               **{k: round(v, 2) for k, v in run.figures.items()}}))  # fmt: skip
+            if run.starts:
+                print(json.dumps({"trace": name, "setup": run.setup,
+                                  "handoff": handoff(run.starts)}))  # fmt: skip
         with contextlib.suppress(ModuleNotFoundError):
-            plot(name, [up, tw], Path(args.png_dir) / f"admission-{name}.png")
-        ratio = (
-            tw.figures["makespan_s"] / up.figures["makespan_s"] if up.figures["makespan_s"] else 0
-        )
-        lines.append(
-            f"bench-admission: trace={name} makespan-ratio={ratio:.2f} held-idle-gpu-s "
-            f"trainweave={tw.figures['held_idle_gpu_s']:.0f} upstream={up.figures['held_idle_gpu_s']:.0f}"
-        )
+            plot(name, runs, Path(args.png_dir) / f"admission-{name}.png")
+        lines.append(last_line(name, up, runs[1:]))
     print("\n".join(lines))
     return 0
 

@@ -5,17 +5,21 @@ Workloads (GPUs, from QuotaReserved to Finished) and the running spans of their 
 All times are seconds from the run's start.
 
 - makespan: first creation to last finish;
-- job completion time (JCT): finish - creation, mean and p95;
+- job completion time (JCT): finish - creation, mean, p50/p95/p99 and max;
 - held-idle GPU-seconds: GPUs reserved by a TrainJob's Workloads while none of that TrainJob's
-  trainer pods runs (the cost of reserving the trainer's GPUs while initializers download);
-- GPU utilisation: GPU-seconds of running trainer pods / (GPU quota x makespan);
-- admission wait: a Workload's QuotaReserved time - its creation, mean and p95.
+  GPU pods (trainer, evaluator) runs (the cost of reserving the trainer's GPUs while initializers
+  download);
+- GPU utilisation: GPU-seconds of running GPU pods / (GPU quota x makespan);
+- admission wait: a Workload's QuotaReserved time - its creation, mean and p95;
+- order inversions: see ``inversions``;
+- hand-off latency: see ``handoff``.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -41,7 +45,7 @@ class Hold:
 
 @dataclass(frozen=True)
 class Span:
-    """One trainer pod running from ``start`` to ``end`` on ``gpus`` GPUs."""
+    """One GPU pod (trainer, evaluator) running from ``start`` to ``end`` on ``gpus`` GPUs."""
 
     trainjob: str
     start: float
@@ -68,7 +72,7 @@ def outside(interval: tuple[float, float], covered: list[tuple[float, float]]) -
 
 
 def held_idle(holds: list[Hold], spans: list[Span]) -> dict[str, float]:
-    """GPU-seconds each TrainJob's Workloads held while none of its trainer pods ran."""
+    """GPU-seconds each TrainJob's Workloads held while none of its GPU pods ran."""
     running = {
         tj: union((s.start, s.end) for s in spans if s.trainjob == tj)
         for tj in {h.trainjob for h in holds}
@@ -81,6 +85,43 @@ def held_idle(holds: list[Hold], spans: list[Span]) -> dict[str, float]:
     return out
 
 
+@dataclass(frozen=True)
+class GpuStep:
+    """One Workload holding GPUs: a step's pod-group Workload (trainweave) or the TrainJob's one
+    Workload (upstream). ``ready``: when all its predecessor steps were done (upstream: the
+    Workload's creation); ``admitted``: QuotaReserved (None: never)."""
+
+    trainjob: str
+    created: float  # the TrainJob's creation
+    priority: int
+    ready: float
+    admitted: float | None
+    workload: str = ""
+
+
+def inverted(steps: list[GpuStep]) -> list[tuple[GpuStep, GpuStep]]:
+    """Pairs (x, y) of GPU steps of TrainJobs a and b of the same priority, a created strictly
+    before b, x ready strictly before y, and y admitted strictly before x (x never admitted
+    counts as admitted after every admitted y). Equal times count as no inversion: the benchmark
+    records ``admitted`` in whole seconds (Kueue's QuotaReserved time), so two steps admitted
+    in the same second are not inverted."""
+    return [
+        (x, y)
+        for x in steps
+        for y in steps
+        if x.priority == y.priority
+        and x.created < y.created
+        and x.ready < y.ready
+        and y.admitted is not None
+        and y.admitted < (math.inf if x.admitted is None else x.admitted)
+    ]
+
+
+def inversions(steps: list[GpuStep]) -> int:
+    """How many pairs ``inverted`` finds."""
+    return len(inverted(steps))
+
+
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile (0 for no values)."""
     if not values:
@@ -90,7 +131,11 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def summary(
-    jobs: list[TrainJobTimes], holds: list[Hold], spans: list[Span], gpu_quota: float
+    jobs: list[TrainJobTimes],
+    holds: list[Hold],
+    spans: list[Span],
+    gpu_quota: float,
+    steps: Sequence[GpuStep] = (),
 ) -> dict[str, float]:
     """The run's figures (see the module docstring)."""
     start = min((j.created for j in jobs), default=0.0)
@@ -104,10 +149,78 @@ def summary(
         "completed": float(sum(1 for j in jobs if j.outcome == "Complete")),
         "makespan_s": makespan,
         "jct_mean_s": sum(jct) / len(jct) if jct else 0.0,
+        "jct_p50_s": percentile(jct, 0.5),
         "jct_p95_s": percentile(jct, 0.95),
+        "jct_p99_s": percentile(jct, 0.99),
+        "jct_max_s": max(jct, default=0.0),
         "held_idle_gpu_s": sum(idle.values()),
         "gpu_utilisation": busy / (gpu_quota * makespan) if makespan and gpu_quota else 0.0,
         "admission_wait_mean_s": sum(waits) / len(waits) if waits else 0.0,
         "admission_wait_p95_s": percentile(waits, 0.95),
         "workloads": float(len(holds)),
+        "inversions": float(inversions(list(steps))),
+    }
+
+
+# Hand-off latency of the admission benchmark, broken down per step start. Pure.
+#
+# For every step that waits for others (each step after the first of a pipeline), the times the
+# benchmark's watches first saw (seconds, sub-second: the watcher's clock, not the API server's
+# second-precision timestamps):
+#
+# - ``done``: the step's predecessors done, the latest of their pods first seen Succeeded;
+# - ``started``: the step's Argo Workflow node first seen Pending/Running with ``startedAt``;
+# - ``created``: the step's pods created, the latest of them first seen (Kueue builds a pod
+#   group's Workload once all of its pods exist);
+# - ``admitted``: the step's Workload first seen ``Admitted`` True (else ``QuotaReserved``);
+# - ``ungated``: the latest of the step's pods first seen with no scheduling gates;
+# - ``running``: the latest of the step's pods first seen with every container running.
+#
+# The parts are the differences of consecutive times, and ``total`` is running - done. A part is
+# left out for a step that lacks either end. With kept position a part may be negative (a gate
+# lifted by the controller before Argo created the pods: admitted before created).
+STAGES = ("done", "started", "created", "admitted", "ungated", "running")
+
+
+@dataclass(frozen=True)
+class StepStart:
+    """When each stage of one step start was first seen (None: never seen)."""
+
+    trainjob: str
+    step: str
+    done: float | None
+    started: float | None
+    created: float | None
+    admitted: float | None
+    ungated: float | None
+    running: float | None
+
+
+def parts(start: StepStart) -> dict[str, float]:
+    """The step start's parts (``done->started`` ... and ``total``), where both ends are known."""
+    times = [getattr(start, s) for s in STAGES]
+    out: dict[str, float] = {}
+    for (a, ta), (b, tb) in itertools.pairwise(zip(STAGES, times, strict=True)):
+        if ta is not None and tb is not None:
+            out[f"{a}->{b}"] = tb - ta
+    if start.done is not None and start.running is not None:
+        out["total"] = start.running - start.done
+    return out
+
+
+def handoff(starts: list[StepStart]) -> dict[str, dict[str, float]]:
+    """Per part: n, p50 and p99 (nearest rank) over the step starts, in seconds (3 decimals)."""
+    values: dict[str, list[float]] = {}
+    for start in starts:
+        for name, value in parts(start).items():
+            values.setdefault(name, []).append(value)
+    order = [f"{a}->{b}" for a, b in itertools.pairwise(STAGES)] + ["total"]
+    return {
+        name: {
+            "n": float(len(values[name])),
+            "p50": round(percentile(values[name], 0.5), 3),
+            "p99": round(percentile(values[name], 0.99), 3),
+        }
+        for name in order
+        if name in values
     }

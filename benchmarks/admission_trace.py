@@ -23,10 +23,22 @@ class Job:
     seconds: dict[str, float]
 
 
+TRACES = ("init-heavy", "init-light", "poisson", "sustained")
+# GPUs of each GPU step: the trainer (2 nodes x 8, the TrainJob's resourcesPerNode) and the
+# sustained trace's evaluator (1 x 8, from the runtime)
+STEP_GPUS = {"node": 16, "evaluator": 8}
+# sustained: GPU-seconds per pipeline 16 x 10 + 8 x 5 = 200 (means); a mean gap of 6.5 s offers
+# 200 / 6.5 = 30.8 GPUs, 0.96 of the quota (offered_gpus prints what the drawn trace offers)
+SUSTAINED_GAP = 6.5
+
+
 def trace(name: str, n: int, seed: int, scale: float = 1.0) -> list[Job]:
-    """The seeded trace ``name`` of ``n`` TrainJobs (durations and gaps times ``scale``)."""
+    """The seeded trace ``name`` of ``n`` TrainJobs (durations and gaps times ``scale``).
+
+    ``sustained``: init-heavy initializers, a trainer of 8-12 s, then a GPU evaluator of 4-6 s,
+    then the exporter; Poisson arrivals every SUSTAINED_GAP s on average."""
     rng = random.Random(f"{name}-{seed}")
-    heavy = name in ("init-heavy", "poisson")
+    heavy = name in ("init-heavy", "poisson", "sustained")
     jobs, t = [], 0.0
     for i in range(n):
         init = rng.uniform(30, 40) if heavy else rng.uniform(2, 3)
@@ -37,17 +49,38 @@ def trace(name: str, n: int, seed: int, scale: float = 1.0) -> list[Job]:
             "node": train,
             "model-exporter": 3.0,
         }
+        if name == "sustained":
+            seconds["evaluator"] = rng.uniform(4, 6)
         jobs.append(Job(f"ft-{i:02d}", t, {k: round(v * scale, 1) for k, v in seconds.items()}))
         if name == "poisson":
             t += rng.expovariate(1 / 8) * scale
+        elif name == "sustained":
+            t += rng.expovariate(1 / SUSTAINED_GAP) * scale
     return jobs
+
+
+def offered_gpus(name: str) -> float:
+    """GPUs the trace ``name`` offers on average: expected GPU-seconds per pipeline / mean gap
+    (0 for the traces submitted at once). Durations and gaps scale alike (--scale cancels)."""
+    if name != "sustained":
+        return 0.0
+    gpu_s = STEP_GPUS["node"] * 10.0 + STEP_GPUS["evaluator"] * 5.0  # uniform(8, 12), (4, 6)
+    return gpu_s / SUSTAINED_GAP
 
 
 def runtime(ns: str, job: Job, upstream: bool) -> Json:
     """examples/llm-finetune's shape, one runtime per TrainJob (its pods' durations)."""
 
-    def rjob(name: str, queue: str, requests: Json, depends: list[str], ancestor: str) -> Json:
+    def rjob(
+        name: str,
+        queue: str,
+        requests: Json,
+        depends: list[str],
+        ancestor: str,
+        limits: Json | None = None,
+    ) -> Json:
         labels = {} if upstream else {"kueue.x-k8s.io/queue-name": queue}
+        resources: Json = {"requests": requests, **({"limits": limits} if limits else {})}
         if ancestor:
             labels["trainer.kubeflow.org/trainjob-ancestor-step"] = ancestor
         out: Json = {
@@ -65,7 +98,7 @@ def runtime(ns: str, job: Job, upstream: bool) -> Json:
                                     "name": name,
                                     "image": "registry.invalid/bench:1",
                                     "command": ["true"],
-                                    "resources": {"requests": requests},
+                                    "resources": resources,
                                     "volumeMounts": [
                                         {"name": "initializer", "mountPath": "/workspace"}
                                     ],
@@ -85,22 +118,27 @@ def runtime(ns: str, job: Job, upstream: bool) -> Json:
 
     init = {"cpu": "4", "memory": "16Gi"}
     inits = ["dataset-initializer", "model-initializer"]
+    jobs = [
+        rjob("dataset-initializer", "cpu", init, [], "dataset-initializer"),
+        rjob("model-initializer", "cpu", init, [], "model-initializer"),
+        rjob("node", "gpu", {"cpu": "1"}, inits, "trainer"),
+    ]
+    last = "node"
+    if "evaluator" in job.seconds:
+        # no ancestor label: Trainer v2.3.0 applies resourcesPerNode, numNodes and the TrainJob's
+        # image/command only to the `trainer` ancestor (pkg/runtime/framework/plugins/jobset/
+        # builder.go, Builder.Trainer), so the evaluator keeps the runtime's 8 GPUs and 1 replica
+        gpus = {GPU: str(STEP_GPUS["evaluator"])}
+        jobs.append(rjob("evaluator", "gpu", {"cpu": "4", **gpus}, ["node"], "", gpus))
+        last = "evaluator"
+    jobs.append(rjob("model-exporter", "cpu", {"cpu": "8", "memory": "64Gi"}, [last], ""))
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainingRuntime",
         "metadata": {"name": f"rt-{job.name}", "namespace": ns},
         "spec": {
             "mlPolicy": {"numNodes": 2, "torch": {}},
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        rjob("dataset-initializer", "cpu", init, [], "dataset-initializer"),
-                        rjob("model-initializer", "cpu", init, [], "model-initializer"),
-                        rjob("node", "gpu", {"cpu": "1"}, inits, "trainer"),
-                        rjob("model-exporter", "cpu", {"cpu": "8", "memory": "64Gi"}, ["node"], ""),
-                    ]
-                }
-            },
+            "template": {"spec": {"replicatedJobs": jobs}},
         },
     }
 

@@ -5,11 +5,16 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.admission_metrics import (
+    GpuStep,
     Hold,
     Span,
+    StepStart,
     TrainJobTimes,
+    handoff,
     held_idle,
+    inversions,
     outside,
+    parts,
     percentile,
     summary,
     union,
@@ -63,16 +68,99 @@ def test_summary() -> None:
     jobs = [TrainJobTimes("a", 0, 60, "Complete"), TrainJobTimes("b", 0, 100, "Failed")]
     holds = [Hold("a", "wa", 16, 0, 0, 60), Hold("b", "wb", 16, 0, 10, 100)]
     spans = [Span("a", 40, 60, 16), Span("b", 80, 100, 16)]
-    got = summary(jobs, holds, spans, gpu_quota=32)
+    steps = [GpuStep("a", 0, 0, 0, 0), GpuStep("b", 1, 0, 1, 10)]
+    got = summary(jobs, holds, spans, gpu_quota=32, steps=steps)
     assert got == {
         "trainjobs": 2.0,
         "completed": 1.0,
         "makespan_s": 100.0,
         "jct_mean_s": 80.0,
+        "jct_p50_s": 60.0,
         "jct_p95_s": 100.0,
+        "jct_p99_s": 100.0,
+        "jct_max_s": 100.0,
         "held_idle_gpu_s": 16 * 40 + 16 * 70,
         "gpu_utilisation": (16 * 20 + 16 * 20) / (32 * 100),
         "admission_wait_mean_s": 5.0,
         "admission_wait_p95_s": 10.0,
         "workloads": 2.0,
+        "inversions": 0.0,
+    }
+
+
+# a created at 0, b at 1 (same priority unless said); x is a's GPU step, y is b's
+@pytest.mark.parametrize(
+    ("x", "y", "want"),
+    [
+        (GpuStep("a", 0, 0, 10, 30), GpuStep("b", 1, 0, 12, 20), 1),
+        (GpuStep("a", 0, 0, 10, 20), GpuStep("b", 1, 0, 12, 30), 0),
+        (GpuStep("a", 0, 0, 12, 30), GpuStep("b", 1, 0, 10, 20), 0),
+        (GpuStep("a", 0, 0, 10, 30), GpuStep("b", 1, 0, 10, 20), 0),
+        (GpuStep("a", 0, 0, 10, 20), GpuStep("b", 1, 0, 12, 20), 0),
+        (GpuStep("a", 0, 0, 10, 30), GpuStep("b", 1, 1, 12, 20), 0),
+        (GpuStep("a", 1, 0, 10, 30), GpuStep("b", 1, 0, 12, 20), 0),
+        (GpuStep("a", 0, 0, 10, None), GpuStep("b", 1, 0, 12, 20), 1),
+        (GpuStep("a", 0, 0, 10, 30), GpuStep("b", 1, 0, 12, None), 0),
+    ],
+    ids=[
+        "b-ready-later-admitted-first",
+        "in-order",
+        "b-ready-first",
+        "ready-at-the-same-time",
+        "admitted-at-the-same-time",
+        "other-priority",
+        "created-at-the-same-time",
+        "a-never-admitted",
+        "b-never-admitted",
+    ],
+)
+def test_an_inversion_is_a_later_trainjobs_later_ready_step_admitted_first(
+    x: GpuStep, y: GpuStep, want: int
+) -> None:
+    assert inversions([x, y]) == want
+    assert inversions([y, x]) == want
+
+
+def test_inversions_count_pairs_of_steps() -> None:
+    """a's trainer and evaluator were both ready before b's trainer and both admitted after it:
+    two pairs; c (created last) overtook nobody ready before it."""
+    steps = [
+        GpuStep("a", 0, 0, 10, 40),
+        GpuStep("a", 0, 0, 11, 50),
+        GpuStep("b", 1, 0, 20, 30),
+        GpuStep("c", 2, 0, 60, 61),
+    ]
+    assert inversions(steps) == 2
+
+
+def start(**times: float | None) -> StepStart:
+    stages = ("done", "started", "created", "admitted", "ungated", "running")
+    return StepStart("a", "node", **{s: times.get(s) for s in stages})
+
+
+def test_parts_are_consecutive_differences_and_the_total() -> None:
+    got = parts(start(done=10, started=10.5, created=11, admitted=11.25, ungated=11.5, running=12))
+    assert got == {
+        "done->started": 0.5,
+        "started->created": 0.5,
+        "created->admitted": 0.25,
+        "admitted->ungated": 0.25,
+        "ungated->running": 0.5,
+        "total": 2.0,
+    }
+
+
+def test_a_part_needs_both_ends_and_may_be_negative() -> None:
+    """Kept position: the controller lifted the gate and Kueue admitted before Argo made pods."""
+    got = parts(start(done=10, created=12, admitted=11, running=13))
+    assert got == {"created->admitted": -1.0, "total": 3.0}
+
+
+def test_handoff_gives_n_p50_p99_per_part_in_stage_order() -> None:
+    starts = [start(done=0, running=float(t)) for t in range(1, 11)] + [start(done=5)]
+    assert handoff(starts) == {"total": {"n": 10.0, "p50": 5.0, "p99": 10.0}}
+    got = handoff([start(done=0, started=0.1234, running=2), start(done=0, started=1, running=1)])
+    assert got == {  # started->running is no part: only consecutive stages are
+        "done->started": {"n": 2.0, "p50": 0.123, "p99": 1.0},
+        "total": {"n": 2.0, "p50": 1.0, "p99": 2.0},
     }
