@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Three control planes on loopback for MultiKueue (issue 21): up | down | status | env | with |
-lose NAME | return NAME (a worker's kube-apiserver stopped, started again).
+lose NAME | return NAME (a member's kube-apiserver stopped, started again; the manager's Kueue
+with it: a manager restart).
 
 A manager and two workers, each a whole `hack/cluster.py up` (etcd, kube-apiserver, kcm,
 scheduler, kwok and its fake nodes, the pinned CRDs incl. Trainer v2.3.0's, Kueue, Argo) in its
 own state dir ``${XDG_CACHE_HOME:-~/.cache}/trainweave/multicluster/<name>`` (its own kwokctl
 cluster name and free ports: the shared ``trainweave/cluster`` is never touched). Then each
-Kueue is started again (hack/control_plane.py start_kueue, run by this script as ``_kueue``
+Kueue is started again (hack/control_plane.py start_kueue, run by hack/multicluster_member.py
 inside the member's state dir) with the JobSet and TrainJob integrations, the manager's also
 with a ``multiKueue`` section; and the manager gets what Kueue's own wiring gives it
 (sigs.k8s.io/kueue v0.19.2 test/integration/multikueue/suite_test.go): a Secret per worker
@@ -33,9 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import common
-import control_plane
 import engine_config
-import restart
 import yaml
 from cluster_with import run_with_cluster
 
@@ -44,6 +43,7 @@ MANAGER = "manager"
 WORKERS = ("worker-1", "worker-2")
 MEMBERS = (MANAGER, *WORKERS)
 CLUSTER_PY = common.HACK / "cluster.py"
+MEMBER_PY = common.HACK / "multicluster_member.py"  # what runs in one member's state dir
 DISPATCH_CQ = "multicluster-dispatch"
 STEPS_CQ = "multicluster-steps"
 DISPATCH_FLAVOR = "dispatch"  # no nodeLabels: the manager places no pod
@@ -207,66 +207,6 @@ def worker_docs() -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------------------------
-# `_kueue ROLE`: runs with TRAINWEAVE_STATE_DIR set, so common.STATE is the member's
-
-
-def cmd_kueue(args: argparse.Namespace) -> None:
-    """Kueue of this member stopped and started again with the TrainJob integration (and, on
-    the manager, the multiKueue section), as hack/kueue_config.py restarts it."""
-    state = common.load_state()
-    if not state or not state.get("complete"):
-        common.die(f"{common.STATE} is not up")
-    eng = Path(state["engines"])
-    sources = common.read_env(eng / "sources.env")
-    _, apply = common.kubectl_commands(eng / "bin")
-    common.stop_pid(int(state["pids"]["kueue"]), "kueue")
-    extra = {"multiKueue": MULTIKUEUE} if args.role == MANAGER else None
-    if extra:
-        state["settings"] = {**state.get("settings", {}), "kueue multiKueue": MULTIKUEUE}
-    frameworks = engine_config.KUEUE_UPSTREAM_FRAMEWORKS
-    state["settings"] = {**state.get("settings", {}), "kueue frameworks": frameworks}
-    control_plane.start_kueue(
-        eng / "bin", Path(sources["KUEUE_DIR"]), apply, state, frameworks, extra
-    )
-    common.save_state(state)
-
-
-# kwokctl's components that exit when kube-apiserver is gone for long (leader election lost)
-DEPENDENTS = ("kube-controller-manager", "kube-scheduler")
-
-
-def cmd_apiserver(args: argparse.Namespace) -> None:
-    """``_apiserver --stop|--start`` in a member's state dir: its kube-apiserver killed, how it
-    and DEPENDENTS ran kept (launch.json), or started again from that (and any dependent that
-    exited meanwhile), waited for ready, kwokctl's pid files pointed at them (hack/restart.py's
-    restart in two halves)."""
-    state = common.load_state() or {}
-    pids = common.kwok_cluster_dir() / "pids"
-    saved = common.STATE / "launch.json"
-    if args.stop:
-        launches = {
-            n: restart._launch_from_proc(int((pids / f"{n}.pid").read_text().strip()))
-            for n in ("kube-apiserver", *DEPENDENTS)
-        }
-        saved.write_text(json.dumps(launches))
-        pid = int((pids / "kube-apiserver.pid").read_text().strip())
-        ports = [p for k, p in state.get("ports", {}).items() if k.startswith("kube-apiserver/")]
-        restart._kill("kube-apiserver", pid, ports, group=False)
-        return
-    launches = json.loads(saved.read_text())
-    kubectl_bin = Path(state["engines"]) / "bin" / "kubectl"
-    for name, launch in launches.items():
-        if common.pid_alive(int((pids / f"{name}.pid").read_text().strip())):
-            continue
-        new = common.start_process(name, launch["argv"], launch["env"], Path(launch["cwd"]))
-        (pids / f"{name}.pid").write_text(str(new))
-        if name == "kube-apiserver":
-            common.wait_for(
-                "kube-apiserver ready", lambda: common.apiserver_ready(kubectl_bin), 120
-            )
-
-
-# ---------------------------------------------------------------------------------------------
 # commands
 
 
@@ -309,7 +249,7 @@ def cmd_up(args: argparse.Namespace) -> None:
         common.log(f"multicluster: {name} (state {state_dir(name)})")
         if cluster_py(name, "up", "--no-build") != 0:
             common.die(f"{name}: hack/cluster.py up failed (see its output)")
-        me = [sys.executable, str(Path(__file__).resolve()), "_kueue", "--role"]
+        me = [sys.executable, str(MEMBER_PY), "_kueue", "--role"]
         role = MANAGER if name == MANAGER else "worker"
         if subprocess.run([*me, role], env=member_env(name), check=False).returncode != 0:
             common.die(f"{name}: Kueue restart failed")
@@ -344,13 +284,30 @@ def cmd_status(args: argparse.Namespace) -> None:
         sys.exit(1)
 
 
-def cmd_worker(args: argparse.Namespace) -> None:
-    """``lose NAME`` / ``return NAME``: a worker's kube-apiserver stopped (the manager loses
-    it; everything else of the worker runs on) or started again as it ran."""
-    me = [sys.executable, str(Path(__file__).resolve()), "_apiserver"]
-    flag = "--stop" if args.cmd == "lose" else "--start"
-    if subprocess.run([*me, flag], env=member_env(args.name), check=False).returncode != 0:
-        common.die(f"{args.cmd} {args.name} failed")
+def cmd_member(args: argparse.Namespace) -> None:
+    """``lose NAME`` / ``return NAME``: a member's kube-apiserver stopped (for a worker: the
+    manager loses it, everything else of the worker runs on) or started again as it ran. The
+    manager's Kueue goes with it: stopped first on ``lose``, started again (its Configuration
+    as ``up`` wrote it) after the kube-apiserver on ``return``: a manager restart."""
+    me = [sys.executable, str(MEMBER_PY)]
+    kueue = [*me, "_kueue", "--role", MANAGER]
+    steps = [[*me, "_apiserver", "--stop" if args.cmd == "lose" else "--start"]]
+    if args.name == MANAGER:
+        back = [*kueue, "--if-down"]
+        steps = [[*kueue, "--stop"], *steps] if args.cmd == "lose" else [*steps, back]
+    for argv in steps:
+        if subprocess.run(argv, env=member_env(args.name), check=False).returncode != 0:
+            common.die(f"{args.cmd} {args.name} failed")
+
+
+def cmd_pods_ready(args: argparse.Namespace) -> None:
+    """``pods-ready NAME TIMEOUT|default``: that member's Kueue restarted with waitForPodsReady
+    at TIMEOUT (hack/kueue_config.py pods_ready, backoff base 5 s), or the local default."""
+    role = MANAGER if args.name == MANAGER else "worker"
+    argv = [sys.executable, str(MEMBER_PY), "_kueue", "--role", role]
+    argv += ["--pods-ready", args.timeout]
+    if subprocess.run(argv, env=member_env(args.name), check=False).returncode != 0:
+        common.die(f"pods-ready {args.name} failed")
 
 
 def cmd_env(args: argparse.Namespace) -> None:
@@ -402,18 +359,15 @@ def main() -> None:
     wi = sub.add_parser("with", help="with -- CMD ARGS...: CMD with the kubeconfigs exported")
     wi.add_argument("command", nargs=argparse.REMAINDER)
     for verb, what in (("lose", "stop"), ("return", "start again")):
-        w = sub.add_parser(verb, help=f"{what} a worker's kube-apiserver")
-        w.add_argument("name", choices=WORKERS)
-    ap_ = sub.add_parser("_apiserver", help=argparse.SUPPRESS)
-    way = ap_.add_mutually_exclusive_group(required=True)
-    way.add_argument("--stop", action="store_true")
-    way.add_argument("--start", action="store_true")
-    kq = sub.add_parser("_kueue", help=argparse.SUPPRESS)
-    kq.add_argument("--role", choices=[MANAGER, "worker"], required=True)
+        w = sub.add_parser(verb, help=f"{what} a member's kube-apiserver (the manager's Kueue too)")
+        w.add_argument("name", choices=MEMBERS)
+    pr = sub.add_parser("pods-ready", help="restart a member's Kueue with this waitForPodsReady")
+    pr.add_argument("name", choices=MEMBERS)
+    pr.add_argument("timeout", help="e.g. 20s, or `default` (hack/engine_config.py)")
     args = ap.parse_args()
     commands = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "env": cmd_env}
-    commands.update({"with": cmd_with, "_kueue": cmd_kueue, "_apiserver": cmd_apiserver})
-    commands.update({"lose": cmd_worker, "return": cmd_worker})
+    commands["with"] = cmd_with
+    commands.update({"lose": cmd_member, "return": cmd_member, "pods-ready": cmd_pods_ready})
     commands[args.cmd](args)
 
 

@@ -94,6 +94,7 @@ def mc_namespace(clusters: dict[str, Kube]) -> Iterator[str]:
 
 WORKERS = MEMBERS[1:]
 TRAINER = ("trainer.kubeflow.org", "v1alpha1")
+RJOBS = ("dataset-initializer", "model-initializer", "node", "model-exporter")  # llm-finetune
 
 
 def get_tj(kube: Kube, ns: str) -> Json | None:
