@@ -1,16 +1,27 @@
 """Controller benchmark on the real control plane (`make cluster-up` first).
 
-    .venv/bin/python benchmarks/controller.py --trainjobs 100 [--kubeconfig PATH]
+    .venv/bin/python benchmarks/controller.py --trainjobs 100 [--kubeconfig PATH] [--profile FILE]
 
 Creates N TrainJobs (2 short steps each: a CPU initializer, then a 1-GPU trainer; kwok pods run
 1 s) in a fresh namespace, runs `trainweave controller` as a subprocess scoped to it, and
-measures, from one watcher on this side:
-- latency Workflow finished -> TrainJob condition (the time between this watcher seeing the
-  Workflow terminal and seeing Complete/Failed on the TrainJob), p50/p99;
-- API requests per TrainJob, reads vs writes (the controller's own counter at its send() edge,
-  Lease traffic excluded; watches counted apart);
-- controller CPU seconds and peak RSS (/proc of the subprocess).
-Prints the machine and engine versions. No sleeps as synchronisation: waits poll with deadlines.
+measures, from watches on this side (Workflows, the TrainJobs' pods, TrainJobs):
+- terminal latency, Workflow finished -> TrainJob condition (this side seeing the Workflow
+  terminal, then Complete/Failed on the TrainJob), p50/p99;
+- every status transition's latency. A transition is one kind of the TrainJob's status
+  (``condition.<type>=<status>``, ``jobsStatus.<replicatedJob>.<count>``) taking a new value on
+  the TrainJob watch. Its cause is the engine event (a Workflow -- its nodes' phases -- or a pod
+  of the TrainJob changing on this side's watches) from which the engines' objects imply that
+  value: after each engine event this side folds the TrainJob with its Workflows and pods as
+  the controller does (``rollup``, pure) and records when each kind's implied value began. The
+  latency is the time from the start of the latest run of the engines implying the value to the
+  TrainJob showing it; a value no engine state implied before (the controller's watch ran ahead
+  of this one) is counted as unmatched, not measured. p50/p99 per kind and overall;
+- API requests per TrainJob, reads vs writes, and by verb/resource (the controller's own counter
+  at its send() edge, Lease traffic excluded; watches counted apart);
+- controller CPU seconds (also per TrainJob) and peak RSS (/proc of the subprocess).
+``--profile FILE`` runs the controller under cProfile in every thread (pstats FILE; CPU figures
+of such a run include the profiler). Prints the machine, load average and engine versions. No
+sleeps as synchronisation: waits poll with deadlines.
 """
 
 from __future__ import annotations
@@ -32,10 +43,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes import client, config, watch
+from kubernetes import client, config
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from controller_watch import TRAINER, Watcher
 
 ROOT = Path(__file__).resolve().parents[1]
-TRAINER = ("trainer.kubeflow.org", "v1alpha1")
 Json = dict[str, Any]
 
 
@@ -116,51 +129,6 @@ def queues(ns: str, n: int) -> list[Json]:
     return [d for d in yaml.safe_load_all(text) if d]
 
 
-class Watcher:
-    """Local receive times of terminal Workflows and finished TrainJobs."""
-
-    def __init__(self, api: client.ApiClient, ns: str) -> None:
-        self.custom = client.CustomObjectsApi(api)
-        self.ns = ns
-        self.wf_done: dict[str, float] = {}
-        self.tj_done: dict[str, float] = {}
-        self.outcome: dict[str, str] = {}
-        self.status_seen: dict[str, str] = {}
-        self.status_changes: dict[str, int] = {}
-        self.stop = threading.Event()
-
-    def _loop(self, group: str, version: str, plural: str, fn: Any) -> None:
-        while not self.stop.is_set():
-            w = watch.Watch()  # type: ignore[no-untyped-call]
-            for ev in w.stream(self.custom.list_namespaced_custom_object, group, version,  # type: ignore[no-untyped-call]
-                               self.ns, plural, timeout_seconds=60):  # fmt: skip
-                fn(ev["object"], time.monotonic())
-                if self.stop.is_set():
-                    w.stop()  # type: ignore[no-untyped-call]
-                    break
-
-    def on_wf(self, obj: Json, t: float) -> None:
-        tj = obj["metadata"].get("labels", {}).get("trainweave.io/trainjob")
-        if tj and (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed", "Error"):
-            self.wf_done.setdefault(tj, t)
-
-    def on_tj(self, obj: Json, t: float) -> None:
-        name = obj["metadata"]["name"]
-        status = json.dumps(obj.get("status") or {}, sort_keys=True)
-        if status != self.status_seen.get(name, "{}"):
-            self.status_changes[name] = self.status_changes.get(name, 0) + 1
-            self.status_seen[name] = status
-        for c in (obj.get("status") or {}).get("conditions") or []:
-            if c["type"] in ("Complete", "Failed") and c["status"] == "True":
-                self.tj_done.setdefault(obj["metadata"]["name"], t)
-                self.outcome.setdefault(obj["metadata"]["name"], f"{c['type']}/{c['reason']}")
-
-    def start(self) -> None:
-        for args in (("argoproj.io", "v1alpha1", "workflows", self.on_wf),
-                     (*TRAINER, "trainjobs", self.on_tj)):  # fmt: skip
-            threading.Thread(target=self._loop, args=args, daemon=True).start()
-
-
 def proc_stats(pid: int) -> tuple[float, int]:
     """CPU seconds (user+sys) and peak RSS bytes of a live process."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -213,13 +181,54 @@ def versions() -> dict[str, str]:
     }
 
 
+def profiled(out: str, argv: list[str]) -> int:
+    """Run `trainweave.cli` with argv under cProfile in EVERY thread; write merged stats to out.
+
+    `python -m cProfile` profiles only the main thread, and the controller reconciles in worker
+    threads: threading.setprofile enables one cProfile.Profile per thread as it starts. Each
+    counts its thread's CPU time (time.thread_time), so time blocked on a socket or lock is not
+    charged to the caller.
+    """
+    import cProfile
+    import pstats
+
+    from trainweave import cli
+
+    profiles: list[cProfile.Profile] = []
+
+    def start(*_: object) -> None:
+        prof = cProfile.Profile(time.thread_time)
+        profiles.append(prof)
+        prof.enable()  # replaces this hook for the thread
+
+    threading.setprofile(start)
+    main_prof = cProfile.Profile(time.thread_time)
+    profiles.append(main_prof)
+    main_prof.enable()
+    try:
+        rc = cli.main(argv)
+    finally:
+        threading.setprofile(None)
+        for prof in profiles:
+            prof.create_stats()
+        stats = pstats.Stats(profiles[0])
+        for prof in profiles[1:]:
+            stats.add(prof)
+        stats.dump_stats(out)
+    return rc
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--profiled-child"]:
+        return profiled(sys.argv[2], sys.argv[3:])
     ap = argparse.ArgumentParser()
     ap.add_argument("--trainjobs", type=int, default=100)
     ap.add_argument("--kubeconfig", default=os.environ.get("TRAINWEAVE_KUBECONFIG") or str(
         Path.home() / ".cache/trainweave/cluster/kubeconfig"))  # fmt: skip
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--profile", metavar="FILE",
+                    help="run the controller under cProfile (all threads), pstats to FILE")  # fmt: skip
     args = ap.parse_args()
     n = args.trainjobs
     cfg = client.Configuration()
@@ -239,11 +248,15 @@ def main() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    prog = [sys.executable, "-m", "trainweave.cli"]
+    if args.profile:
+        prog = [sys.executable, __file__, "--profiled-child", str(Path(args.profile).resolve())]
     ctl = subprocess.Popen(
-        [sys.executable, "-m", "trainweave.cli", "controller", "--kubeconfig", args.kubeconfig,
+        [*prog, "controller", "--kubeconfig", args.kubeconfig,
          "--namespace", ns, "--lease-namespace", ns, "--bind", f"127.0.0.1:{port}",
          "--workers", str(args.workers), "--log-level", "WARNING"],
     )  # fmt: skip
+    load_start = list(os.getloadavg())
     watcher = Watcher(api, ns)
     watcher.start()
     started = time.monotonic()
@@ -264,6 +277,7 @@ def main() -> int:
     ctl.wait(30)
     watcher.stop.set()
     lat = [watcher.tj_done[k] - watcher.wf_done[k] for k in watcher.tj_done if k in watcher.wf_done]
+    every = [x for v in watcher.latency.values() for x in v]
     reads = reqs.get("get", 0) + reqs.get("list", 0)
     writes = sum(v for k, v in reqs.items() if k in ("post", "patch", "put", "delete"))
     result = {
@@ -285,9 +299,20 @@ def main() -> int:
         "requests_per_trainjob_by_kind": {
             k: round(v / n, 2) for k, v in sorted(reqs.items()) if " " in k and "watch" not in k
         },
+        # every status transition (module doc): per kind and overall
+        "transition_latency_p50_s": round(pct(every, 0.5), 3) if every else None,
+        "transition_latency_p99_s": round(pct(every, 0.99), 3) if every else None,
+        "transitions_measured": len(every),
+        "transitions_unmatched": dict(sorted(watcher.unmatched.items())),
+        "transition_latency_by_kind": {
+            k: {"n": len(v), "p50_s": round(pct(v, 0.5), 3), "p99_s": round(pct(v, 0.99), 3)}
+            for k, v in sorted(watcher.latency.items())
+        },
         "controller_cpu_seconds": round(cpu, 2),
+        "controller_cpu_seconds_per_trainjob": round(cpu / n, 4),
         "controller_peak_rss_mib": round(rss / 2**20, 1),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "load_average": {"start": load_start, "end": list(os.getloadavg())},
         "versions": versions(),
     }
     print(json.dumps(result, indent=2))
