@@ -30,13 +30,14 @@ from trainweave.integrations.cluster.informer import Informer, Key, WorkQueue, k
 from trainweave.integrations.cluster.leader import LeaderElector
 from trainweave.integrations.cluster.metrics import Metrics, resource_of
 from trainweave.integrations.views import api, reconcile, slim
-from trainweave.integrations.views.argo_view import TERMINAL, templates
+from trainweave.integrations.views.argo_view import TERMINAL, WorkflowView, templates, view
 from trainweave.integrations.views.bodies import Meta, WorkflowBody
 from trainweave.integrations.views.observed import Observed, group_of, observed
 from trainweave.labels import EventReason, EventType
 
 Json = dict[str, Any]
 log = logging.getLogger("trainweave.controller")
+VIEWS_MAX = 16384  # Workflow views kept (Controller.view)
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,7 @@ class Controller:
         }
         self.executor = Executor(self.send, renderer, now, config.kept_position_cap)
         self.stopped = threading.Event()
+        self.views: dict[str, tuple[str, WorkflowView]] = {}  # uid -> (resourceVersion, view)
 
     # --- event mapping ------------------------------------------------------------
     def _enq(self, obj: Json) -> None:
@@ -171,7 +173,23 @@ class Controller:
             self.workflows.by_index("tj", idx),
             self.pods.by_index("tj", idx),
             lambda group: self.workloads.get(key[0], group),
+            self.view,
         )
+
+    def view(self, wf: Json) -> WorkflowView:
+        """``argo_view.view`` of a cached Workflow, kept per uid until its resourceVersion changes:
+        a TrainJob reconciled for a pod or Workload event reads its unchanged Workflows again
+        (pure, so the same view)."""
+        meta = Meta.of(wf)
+        uid, rv = meta.uid, meta.resource_version
+        found = self.views.get(uid)
+        if found is not None and found[0] == rv and rv:
+            return found[1]
+        got = view(wf)
+        if len(self.views) >= VIEWS_MAX:
+            self.views.clear()  # Workflows deleted long ago; the live ones come back on use
+        self.views[uid] = (rv, got)
+        return got
 
     def reconcile(self, key: Key) -> None:
         """One level-triggered pass for one TrainJob."""

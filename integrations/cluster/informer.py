@@ -3,7 +3,10 @@
 An ``Informer`` lists a resource, then watches from the list's resourceVersion
 (bookmarks on), resumes from the last seen version when the server closes the
 watch, and relists on ``410 Gone`` or any error (after a backoff). Each change
-calls ``on_change(obj)``; the store is a dict with optional secondary indexes.
+calls ``on_change(obj)``, except a watch event whose kept object (``transform``) differs
+from the cached one only in ``resourceVersion`` (stored, no one told: a Workflow's progress
+or a pod's container statuses move, which no reconcile reads); the store is a dict with
+optional secondary indexes.
 ``WorkQueue`` hands each key to one worker at a time, coalesces duplicates and
 delays retries with per-key exponential backoff.
 """
@@ -29,6 +32,20 @@ def key_of(obj: Json) -> Key:
     """(namespace, name)."""
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def same_but_version(old: Json, new: Json) -> bool:
+    """``old`` and ``new`` (both as the cache keeps them) differ in ``resourceVersion`` at most:
+    the change was to fields the transform dropped, which no reconcile reads."""
+    if old.keys() != new.keys():
+        return False
+    for k, v in old.items():
+        if k != "metadata" and new[k] != v:
+            return False
+    a, b = old.get("metadata") or {}, new.get("metadata") or {}
+    if a.keys() != b.keys():
+        return False
+    return all(v == b[k] for k, v in a.items() if k != "resourceVersion")
 
 
 class Informer:
@@ -174,7 +191,10 @@ class Informer:
             elif self._known(obj):
                 continue  # our own write, already cached from its response: nothing new
             else:
+                old = self.get(*key_of(obj))
                 obj = self.put(obj)
+                if old is not None and same_but_version(old, obj):
+                    continue  # only fields the caches do not keep changed: nothing to reconcile
             self.on_change(obj)
         return rv
 

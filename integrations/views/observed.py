@@ -146,11 +146,13 @@ def observed(
     workflows: Iterable[Json],
     pods: Iterable[Json],
     workload_of: Callable[[str], Json | None],
+    view_of: Callable[[Json], WorkflowView] = view,
 ) -> Observed:
     """An ``Observed`` of ``trainjob``: its Workflows and pods, and the Workload of every pod group
-    they name (``workload_of(group)``, None when there is none)."""
+    they name (``workload_of(group)``, None when there is none); each Workflow read by
+    ``view_of`` (``argo_view.view``; the controller's keeps the view of an unchanged Workflow)."""
     workflows, pods = tuple(workflows), tuple(pods)
-    views = tuple(view(w) for w in workflows)
+    views = tuple(view_of(w) for w in workflows)
     groups = {g for v in views for g in v.groups} | {group_of(p) for p in pods}
     found = (workload_of(g) for g in sorted(groups - {""}))
     return Observed(trainjob, workflows, pods, tuple(w for w in found if w is not None), views)

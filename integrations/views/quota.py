@@ -15,6 +15,7 @@ gone (released or garbage-collected): their last record stays, marked
 from __future__ import annotations
 
 import enum
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -231,7 +232,7 @@ def decode(value: str | None) -> list[StepQuota]:
         fields = {f for f in StepQuota.__dataclass_fields__}
         out = []
         for raw in doc.get("steps") or []:
-            kw = {_snake(k): v for k, v in raw.items() if _snake(k) in fields}
+            kw = {f: v for k, v in raw.items() if (f := _snake(k)) in fields}
             try:
                 kw["state"] = QuotaState(kw.get("state", PENDING))
             except ValueError:
@@ -311,5 +312,6 @@ def _camel(name: str) -> str:
     return head + "".join(p.title() for p in rest)
 
 
+@functools.lru_cache(maxsize=256)  # the few field names, decoded on every reconcile
 def _snake(name: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in name)

@@ -56,7 +56,7 @@ def test_list_then_watch_keeps_transformed_objects_and_resumes_from_last_version
     script = Script(
         [tj("a", "9")],
         [
-            [{"type": "MODIFIED", "object": tj("a", "11")}],
+            [{"type": "MODIFIED", "object": tj("a", "11", phase="x")}],
             [{"type": "ADDED", "object": tj("b", "12")}],
         ],
     )
@@ -76,7 +76,7 @@ def test_gone_relists() -> None:
 
 
 def test_event_for_the_version_already_cached_notifies_no_one() -> None:
-    mine, theirs = tj("a", "20"), tj("a", "21")
+    mine, theirs = tj("a", "20"), tj("a", "21", phase="x")
     script = Script(
         [], [[{"type": "MODIFIED", "object": mine}, {"type": "MODIFIED", "object": theirs}]]
     )
@@ -87,6 +87,20 @@ def test_event_for_the_version_already_cached_notifies_no_one() -> None:
     assert [o["metadata"]["resourceVersion"] for o in seen] == ["21"]
     stored = inf.get("ns", "a")
     assert stored is not None and stored["metadata"]["resourceVersion"] == "21"
+
+
+def test_event_changing_only_dropped_fields_is_stored_and_notifies_no_one() -> None:
+    def pod(rv: str, phase: str, restarts: int) -> Json:
+        meta = {"name": "p", "namespace": "ns", "resourceVersion": rv}
+        status = {"phase": phase, "containerStatuses": [{"restartCount": restarts}]}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "status": status}
+
+    events = [pod("2", "Running", 1), pod("3", "Succeeded", 1)]  # restarts: not kept (slim.pod)
+    script = Script([pod("1", "Running", 0)], [[{"type": "MODIFIED", "object": e} for e in events]])
+    inf, seen = run(script, transform=slim.pod)
+    assert [o["metadata"]["resourceVersion"] for o in seen] == ["1", "3"]
+    stored = inf.get("ns", "p")
+    assert stored is not None and stored["metadata"]["resourceVersion"] == "3"
 
 
 def test_queue_coalesces_and_requeues_a_key_changed_while_active() -> None:
