@@ -298,20 +298,23 @@ def main() -> int:
             print(json.dumps({"trace": name, "offered_gpus": round(offered_gpus(name), 2),
                               "gpu_quota": GPU_QUOTA,
                               "offered_load": round(offered_gpus(name) / GPU_QUOTA, 3)}))  # fmt: skip
-        cluster.upstream(True)
-        try:
-            up = cluster.run("upstream", jobs, args.timeout)
-        finally:
-            cluster.upstream(False)
-        runs = [up, cluster.run("trainweave", jobs, args.timeout)]
-        if args.kept or name == "sustained":
-            runs.append(cluster.run("trainweave-kept", jobs, args.timeout))
-        for run in runs:
-            print(json.dumps({"trace": name, "setup": run.setup,
-                              **{k: round(v, 2) for k, v in run.figures.items()}}))  # fmt: skip
-            if run.starts:
-                print(json.dumps({"trace": name, "setup": run.setup,
-                                  "handoff": handoff(run.starts)}))  # fmt: skip
+        setups = ["upstream", "trainweave"]
+        setups += ["trainweave-kept"] if args.kept or name == "sustained" else []
+        runs = []
+        for setup in setups:  # each run's figures as soon as it ends
+            if setup == "upstream":
+                cluster.upstream(True)
+            try:
+                runs.append(cluster.run(setup, jobs, args.timeout))
+            finally:
+                if setup == "upstream":
+                    cluster.upstream(False)
+            print(json.dumps({"trace": name, "setup": setup,
+                              **{k: round(v, 2) for k, v in runs[-1].figures.items()}}), flush=True)  # fmt: skip
+            if runs[-1].starts:
+                print(json.dumps({"trace": name, "setup": setup,
+                                  "handoff": handoff(runs[-1].starts)}), flush=True)  # fmt: skip
+        up = runs[0]
         with contextlib.suppress(ModuleNotFoundError):
             plot(name, runs, Path(args.png_dir) / f"admission-{name}.png")
         lines.append(last_line(name, up, runs[1:]))
