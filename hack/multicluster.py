@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Three control planes on loopback for MultiKueue (issue 21): up | down | status | env | with |
 lose NAME | return NAME (a member's kube-apiserver stopped, started again; the manager's Kueue
-with it: a manager restart).
+with it: a manager restart) | pods-ready NAME TIMEOUT|default (its Kueue's waitForPodsReady).
 
 A manager and two workers, each a whole `hack/cluster.py up` (etcd, kube-apiserver, kcm,
 scheduler, kwok and its fake nodes, the pinned CRDs incl. Trainer v2.3.0's, Kueue, Argo) in its

@@ -59,13 +59,28 @@ def ready(p: ControllerProc) -> Callable[[], bool]:
     return lambda: p.get("/readyz")[0] == 200
 
 
+# each worker's `trainweave controller` per namespace (mc_namespace starts and stops them)
+CONTROLLERS: dict[tuple[str, str], ControllerProc] = {}
+
+
+def controller_back(ns: str, member: str) -> bool:
+    """The member's controller for ``ns`` started again if it has exited (it does when it
+    cannot renew its Lease, e.g. while its kube-apiserver is down), as its Deployment would;
+    whether it had exited."""
+    old = CONTROLLERS[(ns, member)]
+    if old.proc.poll() is None:
+        return False
+    new = CONTROLLERS[(ns, member)] = ControllerProc(ns, member, kubeconfig(member))
+    wait_until(f"{member}: controller /readyz", ready(new), timeout=60)
+    return True
+
+
 @pytest.fixture
 def mc_namespace(clusters: dict[str, Kube]) -> Iterator[str]:
     """The same namespace on all three (MultiKueue copies into the same namespace): the runtime
     and a `dispatch` LocalQueue everywhere, the step LocalQueues `cpu` and `gpu` on the workers;
     `trainweave controller` on each worker, with the worker's kubeconfig."""
     ns = f"mc-{uuid.uuid4().hex[:6]}"
-    procs = []
     for member, kube in clusters.items():
         kube.create_namespace(ns, {E2E_NAMESPACE_LABEL: "true"})
         names = {"dispatch": DISPATCH_CQ}
@@ -80,12 +95,13 @@ def mc_namespace(clusters: dict[str, Kube]) -> Iterator[str]:
             kube.create(KUEUE, "localqueues", local_queue(lq, cq, ns), ns)
             wait_until(f"{member}: LocalQueue {lq} Active", active(kube, lq, ns), timeout=60)
         if member != "manager":
-            procs.append(ControllerProc(ns, member, kubeconfig(member)))
-    for p in procs:
-        wait_until("controller /readyz", ready(p), timeout=60)
+            CONTROLLERS[(ns, member)] = ControllerProc(ns, member, kubeconfig(member))
+    for (n, _), p in CONTROLLERS.items():
+        if n == ns:
+            wait_until("controller /readyz", ready(p), timeout=60)
     yield ns
-    for p in procs:
-        p.stop(signal.SIGKILL)
+    for key in [k for k in CONTROLLERS if k[0] == ns]:
+        CONTROLLERS.pop(key).stop(signal.SIGKILL)
     for kube in clusters.values():
         for wl in kube.list(KUEUE, "workloads", ns):
             kube.delete(KUEUE, "workloads", wl["metadata"]["name"], ns)
