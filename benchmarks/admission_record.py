@@ -10,6 +10,7 @@ import threading
 import time
 from typing import Any
 
+import urllib3
 from admission_metrics import GpuStep, Hold, Span, StepStart
 from admission_trace import GPU, Json
 from kubernetes import client, watch
@@ -61,9 +62,10 @@ class Recorder:
                     if self.stop.is_set():
                         w.stop()  # type: ignore[no-untyped-call]
                         break
-            except client.ApiException as err:  # e.g. no Workflow CRD yet: try again
-                if err.status != 404:
-                    raise
+            except (client.ApiException, urllib3.exceptions.HTTPError):
+                # a busy API server answers a watch with 504 "Too large resource version" (its
+                # watch cache behind) or drops it: watch again, from a fresh list (first-seen
+                # times are kept, so a state seen late is stamped late, never lost)
                 self.stop.wait(1.0)
 
     def start(self) -> None:
