@@ -5,6 +5,7 @@ latency as that module's docstring defines them."""
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from datetime import UTC, datetime
@@ -74,10 +75,14 @@ class Watcher:
                     if self.stop.is_set():
                         w.stop()  # type: ignore[no-untyped-call]
                         break
-            except client.ApiException as err:
-                if err.status != 410:
-                    raise
-                rv = None  # expired: list again
+            except Exception as err:  # a watch that ends in error lists again
+                # an ERROR event (410 Gone, a version too old) reaches the client's deserialize=False
+                # path as a KeyError ('raw_object'), a dropped connection as urllib3's errors
+                print(
+                    f"watch {args[-1]}: {type(err).__name__}: {err}; listing again", file=sys.stderr
+                )
+                rv = None
+                self.stop.wait(1.0)
 
     def on_wf(self, obj: Json, t: float, deleted: bool = False) -> None:
         tj = obj["metadata"].get("labels", {}).get("trainweave.io/trainjob")
