@@ -103,6 +103,7 @@ class Metrics:
         self.tally: Tally[str] = Tally()
         self._lock = threading.Lock()
         self._states: dict[str, str] = {}
+        self._counts: Tally[str] = Tally()  # TrainJobs per state (the values of _states)
         self._steps: dict[str, tuple[set[tuple[str, ...]], set[tuple[str, ...]]]] = {}
 
     def request(self, req: api.Request) -> None:
@@ -135,11 +136,17 @@ class Metrics:
         """Track one TrainJob's state (None: gone, or another controller's) and refresh the
         gauge."""
         with self._lock:
-            if state is None:
-                self._states.pop(key, None)
-            else:
+            # counted as they change: a recount of every TrainJob cost O(N) per reconcile
+            old = self._states.pop(key, None)
+            if state is not None:
                 self._states[key] = state.value
-            counts = Tally(self._states.values())
+            if old == (state.value if state is not None else None):
+                return
+            if old is not None:
+                self._counts[old] -= 1
+            if state is not None:
+                self._counts[state.value] += 1
+            counts = dict(self._counts)
         for s in STATES:
             self.trainjobs.labels(s).set(counts.get(s, 0))
 
