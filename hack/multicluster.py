@@ -11,7 +11,8 @@ Kueue is started again (hack/control_plane.py start_kueue, run by hack/multiclus
 inside the member's state dir) with the JobSet and TrainJob integrations, the manager's also
 with a ``multiKueue`` section; and the manager gets what Kueue's own wiring gives it
 (sigs.k8s.io/kueue v0.19.2 test/integration/multikueue/suite_test.go): a Secret per worker
-holding its kubeconfig, a MultiKueueCluster per worker, a MultiKueueConfig, an AdmissionCheck
+holding a kubeconfig with a token of the ServiceAccount deploy/multikueue-worker-rbac.yaml
+gives each worker (least privilege, not the worker's admin), a MultiKueueCluster per worker, a MultiKueueConfig, an AdmissionCheck
 (controllerName kueue.x-k8s.io/multikueue) and the dispatch ClusterQueue that uses it. Each
 worker gets the same dispatch ClusterQueue (where the MultiKueue copy of the Workload is
 admitted) and a step ClusterQueue (trainweave's step pod groups). docs/multicluster.md.
@@ -52,6 +53,10 @@ MK_CONFIG = "multicluster"
 # Short enough for the worker-lost test; Kueue's default is 15m (configuration_types.go).
 MULTIKUEUE = {"gcInterval": "10s", "origin": "trainweave-manager", "workerLostTimeout": "60s"}
 GPU = "nvidia.com/gpu"
+# What each worker gives the manager's Kueue (docs/multicluster.md): its ServiceAccount's token
+# is what the manager's Secret holds, never the worker's admin kubeconfig.
+WORKER_RBAC = common.ROOT / "deploy" / "multikueue-worker-rbac.yaml"
+TOKEN_TTL = "8760h"  # kubectl create token --duration (TokenRequest expirationSeconds)
 QUOTA = {"cpu": "256", "memory": "2Ti", GPU: "32"}
 
 
@@ -135,6 +140,33 @@ def flavor() -> dict[str, Any]:
         "metadata": {"name": DISPATCH_FLAVOR},
         "spec": {},
     }
+
+
+def worker_rbac() -> tuple[list[dict[str, Any]], str, str]:
+    """deploy/multikueue-worker-rbac.yaml's objects, its ServiceAccount's namespace and name."""
+    docs = [d for d in yaml.safe_load_all(WORKER_RBAC.read_text()) if d]
+    sa = next(d["metadata"] for d in docs if d["kind"] == "ServiceAccount")
+    return docs, str(sa["namespace"]), str(sa["name"])
+
+
+def token_kubeconfig(admin_text: str, token: str) -> str:
+    """A kubeconfig with the server and inline CA of ``admin_text``'s current context and
+    ``token`` as its only credential (Kueue refuses file references: multikueuecluster.go
+    validateKubeconfig)."""
+    admin = yaml.safe_load(admin_text)
+    ctx_name = admin.get("current-context") or admin["contexts"][0]["name"]
+    ctx = next(c["context"] for c in admin["contexts"] if c["name"] == ctx_name)
+    cluster = next(c["cluster"] for c in admin["clusters"] if c["name"] == ctx["cluster"])
+    _, _, sa = worker_rbac()
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "worker", "cluster": cluster}],
+        "users": [{"name": sa, "user": {"token": token}}],
+        "contexts": [{"name": sa, "context": {"cluster": "worker", "user": sa}}],
+        "current-context": sa,
+    }
+    return yaml.safe_dump(doc)
 
 
 def manager_docs(worker_kubeconfigs: dict[str, str]) -> list[dict[str, Any]]:
@@ -239,6 +271,15 @@ def active_clusters() -> dict[str, str]:
     return out
 
 
+def worker_kubeconfig(worker: str) -> str:
+    """The kubeconfig the manager gets for ``worker``: a token of deploy/multikueue-worker-rbac.yaml's
+    ServiceAccount (TokenRequest via `kubectl create token`), server and CA as the admin one's."""
+    _, ns, sa = worker_rbac()
+    argv = [*kubectl(worker), "create", "token", sa, "-n", ns, f"--duration={TOKEN_TTL}"]
+    token = common.run(*argv, capture=True).stdout.strip()
+    return token_kubeconfig(kubeconfig(worker).read_text(), token)
+
+
 def cmd_up(args: argparse.Namespace) -> None:
     t0 = time.monotonic()
     if all_up():
@@ -254,8 +295,8 @@ def cmd_up(args: argparse.Namespace) -> None:
         if subprocess.run([*me, role], env=member_env(name), check=False).returncode != 0:
             common.die(f"{name}: Kueue restart failed")
     for w in WORKERS:
-        apply_docs(w, worker_docs())
-    apply_docs(MANAGER, manager_docs({w: kubeconfig(w).read_text() for w in WORKERS}))
+        apply_docs(w, [*worker_rbac()[0], *worker_docs()])
+    apply_docs(MANAGER, manager_docs({w: worker_kubeconfig(w) for w in WORKERS}))
     common.wait_for(
         "every MultiKueueCluster Active",
         lambda: (

@@ -9,6 +9,7 @@ are printed and written to $TMPDIR/multicluster-timings.json."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -19,13 +20,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from kubernetes import client
 
-from tests.e2e.kube import ARGO, KUEUE, Kube, condition_is, wait_until
+from tests.e2e.kube import ARGO, KUEUE, Kube, api_client, condition_is, wait_until
 from tests.oracle import harness
 
 from .conftest import DISPATCH_CQ, RJOBS, STEPS_CQ, WORKERS, get_tj, kubeconfig, submit
 
 pytestmark = pytest.mark.e2e
+WORKER_RBAC = Path(__file__).resolve().parents[2] / "deploy" / "multikueue-worker-rbac.yaml"
 Json = dict[str, Any]
 
 # The SDK's KubernetesBackend on the manager's kubeconfig (kubeflow 0.5.0
@@ -74,6 +78,51 @@ def reserved(doc: Json, cq: str) -> dict[str, str]:
                 if line["reserved"] not in ("0", "")
             }
     return {}
+
+
+def can_i(api: Any, verb: str, group: str, resource: str, ns: str | None = None) -> bool:
+    """`kubectl auth can-i VERB RESOURCE.GROUP [-n NS]` (a SelfSubjectAccessReview)."""
+    attrs = client.V1ResourceAttributes(verb=verb, group=group, resource=resource, namespace=ns)
+    spec = client.V1SelfSubjectAccessReviewSpec(resource_attributes=attrs)
+    body = client.V1SelfSubjectAccessReview(spec=spec)
+    out: Any = client.AuthorizationV1Api(api).create_self_subject_access_review(body)
+    return bool(out.status.allowed)
+
+
+def test_manager_reaches_each_worker_as_the_least_privilege_service_account(
+    clusters: dict[str, Kube], tmp_path: Path
+) -> None:
+    """Each MultiKueueCluster's Secret holds a token of deploy/multikueue-worker-rbac.yaml's
+    ServiceAccount, not the worker's admin: it may do what Kueue's MultiKueue does there and
+    nothing an admin could."""
+    manager = clusters["manager"]
+    rbac = [d for d in yaml.safe_load_all(WORKER_RBAC.read_text()) if d]
+    sa = next(d["metadata"] for d in rbac if d["kind"] == "ServiceAccount")
+    for worker in WORKERS:
+        mkc = manager.get(KUEUE, "multikueueclusters", worker)
+        assert mkc is not None and condition_is(mkc, "Active")
+        secret_name = mkc["spec"]["clusterSource"]["kubeConfig"]["location"]
+        secret = manager.core.read_namespaced_secret(secret_name, "kueue-system")
+        path = tmp_path / f"{worker}.kubeconfig"
+        path.write_bytes(base64.b64decode((secret.data or {})["kubeconfig"]))
+        doc = yaml.safe_load(path.read_text())
+        assert [set(u["user"]) for u in doc["users"]] == [{"token"}]  # no client certificate
+        api = api_client(path)
+        try:
+            review: Any = client.AuthenticationV1Api(api).create_self_subject_review(
+                client.V1SelfSubjectReview()
+            )
+            user = review.status.user_info.username
+            assert user == f"system:serviceaccount:{sa['namespace']}:{sa['name']}", user
+            assert not can_i(api, "delete", "", "nodes")
+            assert not can_i(api, "get", "", "secrets", "kueue-system")
+            assert not can_i(api, "update", "trainer.kubeflow.org", "trainjobs", "default")
+            assert not can_i(api, "create", "", "pods", "default")
+            assert can_i(api, "create", "kueue.x-k8s.io", "workloads", "default")
+            assert can_i(api, "create", "trainer.kubeflow.org", "trainjobs", "default")
+        finally:
+            api.close()  # type: ignore[no-untyped-call]
+        print(f"{worker}: MultiKueue as {user}: delete nodes no, get secrets no")
 
 
 def test_trainjob_runs_whole_on_one_worker_and_reports_back(
