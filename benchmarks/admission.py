@@ -268,11 +268,16 @@ def last_line(name: str, up: Run, tws: list[Run]) -> str:
     return line
 
 
+SETUPS = ("upstream", "trainweave", "trainweave-kept")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--trace", action="append", choices=TRACES)
     ap.add_argument("--kept", action="store_true", help="a third setup, trainweave-kept, on every "
                     "trace (always on for sustained)")  # fmt: skip
+    ap.add_argument("--setup", action="append", choices=SETUPS, help="only these setups (an "
+                    "engine-setting A/B; without upstream, no last line or timeline)")  # fmt: skip
     ap.add_argument("--trainjobs", type=int, default=24)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--scale", type=float, default=1.0, help="durations and gaps times this")
@@ -300,6 +305,7 @@ def main() -> int:
                               "offered_load": round(offered_gpus(name) / GPU_QUOTA, 3)}))  # fmt: skip
         setups = ["upstream", "trainweave"]
         setups += ["trainweave-kept"] if args.kept or name == "sustained" else []
+        setups = [s for s in setups if not args.setup or s in args.setup]
         runs = []
         for setup in setups:  # each run's figures as soon as it ends
             if setup == "upstream":
@@ -314,6 +320,8 @@ def main() -> int:
             if runs[-1].starts:
                 print(json.dumps({"trace": name, "setup": setup,
                                   "handoff": handoff(runs[-1].starts)}), flush=True)  # fmt: skip
+        if "upstream" not in setups:
+            continue
         up = runs[0]
         with contextlib.suppress(ModuleNotFoundError):
             plot(name, runs, Path(args.png_dir) / f"admission-{name}.png")
