@@ -12,6 +12,7 @@ reconcile does not act on stale state. ``/healthz``, ``/readyz`` and
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -25,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from trainweave import labels
+from trainweave.integrations.cluster.events import EventSender, is_event
 from trainweave.integrations.cluster.executor import Executor, Renderer
 from trainweave.integrations.cluster.informer import Informer, Key, WorkQueue, key_of
 from trainweave.integrations.cluster.leader import LeaderElector
@@ -33,11 +35,14 @@ from trainweave.integrations.views import api, reconcile, slim
 from trainweave.integrations.views.argo_view import TERMINAL, WorkflowView, templates, view
 from trainweave.integrations.views.bodies import Meta, WorkflowBody
 from trainweave.integrations.views.observed import Observed, group_of, observed
+from trainweave.integrations.views.reconcile import Actions
 from trainweave.labels import EventReason, EventType
 
 Json = dict[str, Any]
 log = logging.getLogger("trainweave.controller")
 VIEWS_MAX = 16384  # Workflow views kept (Controller.view)
+# WorkQueue lanes: a Workflow finished; a child changed (a status count may move); the rest
+FINISHED, CHANGED = 0, 1
 
 
 @dataclass(frozen=True)
@@ -84,11 +89,15 @@ class Controller:
         config: Config,
         metrics: Metrics,
         now: Callable[[], datetime] = utcnow,
+        async_events: bool = False,
     ) -> None:
+        """``async_events``: Events go out from their own thread (``events.EventSender``);
+        else each is sent before the reconcile goes on."""
         self.config, self.metrics, self.now = config, metrics, now
         self.queue = WorkQueue()
         metrics.queue_depth.set_function(lambda: len(self.queue))
         self.raw_send = send
+        self.events = EventSender(send, metrics.events_dropped.inc) if async_events else None
         ns, sel = config.namespace, labels.TRAINJOB
         self.trainjobs = Informer(
             send, stream, api.TRAINJOB, namespace=ns, on_change=self._enq, transform=slim.trainjob
@@ -136,13 +145,14 @@ class Controller:
         self.queue.add(key_of(obj))
 
     def _enq_wf(self, obj: Json) -> None:
-        """A Workflow changed; a finished one puts its TrainJob in the urgent lane."""
-        self._enq_child(obj, urgent=WorkflowBody.of(obj).phase in TERMINAL)
+        """A Workflow changed; a finished one puts its TrainJob in the first lane."""
+        finished = WorkflowBody.of(obj).phase in TERMINAL
+        self._enq_child(obj, FINISHED if finished else CHANGED)
 
-    def _enq_child(self, obj: Json, urgent: bool = False) -> None:
+    def _enq_child(self, obj: Json, lane: int = CHANGED) -> None:
         for value in _tj_index(obj):
             ns, name = value.split("/", 1)
-            self.queue.add((ns, name), urgent=urgent)
+            self.queue.add((ns, name), lane)
 
     def _enq_wl(self, obj: Json) -> None:
         ns, name = key_of(obj)
@@ -151,7 +161,10 @@ class Controller:
 
     # --- the edge, with write-through -----------------------------------------------
     def send(self, req: api.Request) -> Json:
-        """Send, then put what the API returned for a cached kind into its cache."""
+        """Send, then put what the API returned for a cached kind into its cache; an Event
+        is only queued when Events are sent apart."""
+        if self.events is not None and is_event(req):
+            return self.events.put(req)
         obj = self.raw_send(req)
         if req.is_write and obj.get("metadata"):
             cache = self.caches.get(resource_of(req.path))
@@ -203,6 +216,8 @@ class Controller:
             self.metrics.set_steps(f"{key[0]}/{key[1]}")
             return
         todo = reconcile.actions(obs, self.now())
+        if todo.start is not None:
+            todo = self._start(key, todo, obs.trainjob)
         self.executor.run(todo, obs.trainjob)
         self.metrics.apply(todo.metrics)
         self.metrics.set_state(f"{key[0]}/{key[1]}", todo.state)
@@ -210,6 +225,19 @@ class Controller:
         self.metrics.hold(todo.holding)
         if todo.requeue_after is not None:
             self.queue.add_after(key, todo.requeue_after)
+
+    def _start(self, key: Key, todo: Actions, trainjob: Json) -> Actions:
+        """Start the attempt, then plan again from the caches, which now hold the new
+        children (write-through): the status they imply (the first ``jobsStatus``) goes out
+        in this reconcile, not after every other TrainJob's start in the queue. The first
+        plan's status and Events are the second's, so only the second's are sent."""
+        self.executor.run(dataclasses.replace(todo, after_start=[], metrics=[]), trainjob)
+        obs = self.observe(key)
+        again = reconcile.actions(obs, self.now()) if obs is not None else None
+        if again is None or again.start is not None:  # not in the caches yet: next event
+            self.queue.add(key)
+            return dataclasses.replace(todo, requests=[], start=None)
+        return again
 
     def worker(self) -> None:
         """Take keys until the queue closes."""
@@ -234,7 +262,7 @@ class Controller:
             return
         message = f"TrainJob resources reconciliation failed: {str(err)[:950]}"
         try:
-            self.raw_send(
+            self.send(
                 reconcile.event(
                     tj,
                     EventType.WARNING,
@@ -264,6 +292,8 @@ class Controller:
         for inf in self.caches.values():
             inf.stopped.set()
         self.queue.close()
+        if self.events is not None:
+            self.events.close(timeout=2.0)
 
     @property
     def ready(self) -> bool:
@@ -325,6 +355,7 @@ def run(config: Config, kubeconfig: str | None = None, renderer: Renderer | None
         renderer or adapters_renderer(config.default_queue),
         config,
         metrics,
+        async_events=True,
     )
     elector = LeaderElector(
         client.send,

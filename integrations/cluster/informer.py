@@ -208,39 +208,45 @@ class Informer:
 class WorkQueue:
     """Keys processed by one worker at a time; duplicates coalesce; delayed adds.
 
-    Two lanes: ``urgent`` keys (a Workflow just finished: its TrainJob's final status is what
-    users and dashboards wait for) are handed out before the rest, in arrival order; an urgent
-    add of a key already waiting moves it to the urgent lane (controller-runtime's priority
-    queue serves its high-priority items first the same way).
+    Lanes by priority (0 first, ``LANES`` of them), each in arrival order: the controller puts
+    a TrainJob whose Workflow just finished in lane 0 (its final status is what users and
+    dashboards wait for), one whose pods, Workflows or Workloads changed in lane 1 (a status
+    count may have moved), and the rest (a TrainJob created or edited: a start-up) in lane 2.
+    An add in a higher lane of a key already waiting moves it there (controller-runtime's
+    priority queue serves its high-priority items first the same way).
     """
+
+    LANES = 3
 
     def __init__(self, base_delay: float = 0.2, max_delay: float = 60.0) -> None:
         self.cond = threading.Condition()
-        self.ready: deque[Key] = deque()
-        self.urgent: deque[Key] = deque()
-        self.queued: set[Key] = set()
+        self.lanes: list[deque[Key]] = [deque() for _ in range(self.LANES)]
+        self.queued: dict[Key, int] = {}  # key -> its lane
         self.active: set[Key] = set()
-        self.dirty: set[Key] = set()
-        self.dirty_urgent: set[Key] = set()
+        self.dirty: dict[Key, int] = {}  # changed while active -> the highest lane asked
         self.delayed: list[tuple[float, Key]] = []
         self.failures: dict[Key, int] = {}
         self.base, self.max = base_delay, max_delay
         self.closed = False
 
-    def add(self, key: Key, urgent: bool = False) -> None:
-        """Queue ``key`` now (once); ``urgent`` puts it ahead of the non-urgent keys."""
+    def add(self, key: Key, priority: int = LANES - 1) -> None:
+        """Queue ``key`` now (once), in lane ``priority`` (0 first; default the last)."""
         with self.cond:
-            if key in self.active:
-                self.dirty.add(key)
-                if urgent:
-                    self.dirty_urgent.add(key)
-            elif key not in self.queued:
-                self.queued.add(key)
-                (self.urgent if urgent else self.ready).append(key)
-                self.cond.notify()
-            elif urgent and key not in self.urgent:
-                self.ready.remove(key)
-                self.urgent.append(key)
+            self._add(key, priority)
+
+    def _add(self, key: Key, priority: int) -> None:
+        if key in self.active:
+            self.dirty[key] = min(priority, self.dirty.get(key, priority))
+            return
+        lane = self.queued.get(key)
+        if lane is None:
+            self.queued[key] = priority
+            self.lanes[priority].append(key)
+            self.cond.notify()
+        elif priority < lane:
+            self.lanes[lane].remove(key)
+            self.queued[key] = priority
+            self.lanes[priority].append(key)
 
     def add_after(self, key: Key, delay: float) -> None:
         """Queue ``key`` after ``delay`` seconds."""
@@ -262,7 +268,7 @@ class WorkQueue:
 
     def __len__(self) -> int:
         with self.cond:
-            return len(self.urgent) + len(self.ready)
+            return len(self.queued)
 
     def get(self) -> Key | None:
         """Block for the next key (None once closed)."""
@@ -273,14 +279,11 @@ class WorkQueue:
                 now = time.monotonic()
                 while self.delayed and self.delayed[0][0] <= now:
                     _, key = heapq.heappop(self.delayed)
-                    if key not in self.queued and key not in self.active:
-                        self.queued.add(key)
-                        self.ready.append(key)
-                    elif key in self.active:
-                        self.dirty.add(key)
-                if self.urgent or self.ready:
-                    key = (self.urgent or self.ready).popleft()
-                    self.queued.discard(key)
+                    self._add(key, self.LANES - 1)
+                lane = next((q for q in self.lanes if q), None)
+                if lane is not None:
+                    key = lane.popleft()
+                    del self.queued[key]
                     self.active.add(key)
                     return key
                 timeout = self.delayed[0][0] - now if self.delayed else None
@@ -290,13 +293,9 @@ class WorkQueue:
         """Finished with ``key``; requeue it if it changed meanwhile."""
         with self.cond:
             self.active.discard(key)
-            if key in self.dirty:
-                self.dirty.discard(key)
-                self.queued.add(key)
-                urgent = key in self.dirty_urgent
-                self.dirty_urgent.discard(key)
-                (self.urgent if urgent else self.ready).append(key)
-                self.cond.notify()
+            priority = self.dirty.pop(key, None)
+            if priority is not None:
+                self._add(key, priority)
 
     def close(self) -> None:
         """Wake all workers; ``get`` returns None."""

@@ -100,6 +100,11 @@ class Metrics:
             ["namespace", "trainjob", "step", "cluster_queue"],
             registry=r,
         )
+        self.events_dropped = Counter(
+            "trainweave_events_dropped",
+            "Events not sent: more were waiting than the sender keeps",
+            registry=r,
+        )
         self.tally: Tally[str] = Tally()
         self._lock = threading.Lock()
         self._states: dict[str, str] = {}

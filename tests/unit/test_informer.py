@@ -115,23 +115,30 @@ def test_queue_coalesces_and_requeues_a_key_changed_while_active() -> None:
     assert q.get() == ("ns", "a")
 
 
-def test_urgent_keys_go_first_and_an_urgent_add_moves_a_waiting_key() -> None:
+def test_higher_lanes_go_first_and_a_higher_add_moves_a_waiting_key() -> None:
     q = WorkQueue()
-    for name in ("a", "b", "c"):
+    for name in ("a", "b", "c", "e"):
         q.add(("ns", name))
-    q.add(("ns", "d"), urgent=True)
-    q.add(("ns", "c"), urgent=True)
-    assert [q.get() for _ in range(4)] == [("ns", "d"), ("ns", "c"), ("ns", "a"), ("ns", "b")]
+    q.add(("ns", "d"), 1)
+    q.add(("ns", "c"), 0)
+    q.add(("ns", "e"), 1)
+    q.add(("ns", "d"), 2)  # a lower add leaves it where it is
+    assert len(q) == 5
+    got = [q.get() for _ in range(5)]
+    assert got == [("ns", "c"), ("ns", "d"), ("ns", "e"), ("ns", "a"), ("ns", "b")]
 
 
-def test_urgent_change_while_active_comes_back_urgent() -> None:
+def test_a_change_while_active_comes_back_in_the_highest_lane_asked() -> None:
     q = WorkQueue()
     q.add(("ns", "a"))
     assert q.get() == ("ns", "a")
-    q.add(("ns", "b"))
-    q.add(("ns", "a"), urgent=True)
+    q.add(("ns", "b"), 1)
+    q.add(("ns", "a"), 2)
+    q.add(("ns", "a"), 0)
+    q.add(("ns", "a"), 1)
     q.done(("ns", "a"))
     assert q.get() == ("ns", "a")
+    assert q.get() == ("ns", "b")
 
 
 def test_retry_backs_off_exponentially_and_forget_resets() -> None:
