@@ -193,9 +193,10 @@ def kueue_wrap(argv: list[str], cert_dir: Path, kdir: Path) -> list[str]:
 # Argo processes a Workflow at most once per DEFAULT_REQUEUE_TIME (default 10s; every pod event
 # goes through AddRateLimited on a fixed-interval limiter: argo-workflows
 # workflow/controller/rate_limiters.go, controller.go enqueueWfFromPodLabel), so each step
-# transition waits up to that long. Argo's own comment suggests as low as 2s for workflows of
-# short steps; the e2e tier's steps run for seconds, so it uses 2s (docs/admins.md).
-ARGO_REQUEUE_TIME = "2s"
+# transition waits up to that long. The same file puts the floor at 1s (below it the informer is
+# unlikely to be up to date); the e2e tier's steps run for seconds, so it uses that floor: the
+# hand-off's Argo part p50 1.86 -> 1.09 s (docs/benchmarks.md, docs/admins.md).
+ARGO_REQUEUE_TIME = "1s"
 
 
 def start_argo(bin_dir: Path, kubectl_args: list[str], state: dict[str, Any]) -> None:
