@@ -1,9 +1,11 @@
 """Controller benchmark on the real control plane (`make cluster-up` first).
 
-    .venv/bin/python benchmarks/controller.py --trainjobs 100 [--kubeconfig PATH] [--profile FILE]
+    .venv/bin/python benchmarks/controller.py --trainjobs 100 [--rate R] [--kubeconfig PATH]
+        [--profile FILE]
 
 Creates N TrainJobs (2 short steps each: a CPU initializer, then a 1-GPU trainer; kwok pods run
-1 s) in a fresh namespace, runs `trainweave controller` as a subprocess scoped to it, and
+1 s) in a fresh namespace, all at once or R per second (``--rate``: the controller's caches grow
+to N while the engines keep up, which 2 cores cannot for thousands at once), runs `trainweave controller` as a subprocess scoped to it, and
 measures, from watches on this side (Workflows, the TrainJobs' pods, TrainJobs):
 - terminal latency, Workflow finished -> TrainJob condition (this side seeing the Workflow
   terminal, then Complete/Failed on the TrainJob), p50/p99;
@@ -227,6 +229,8 @@ def main() -> int:
         Path.home() / ".cache/trainweave/cluster/kubeconfig"))  # fmt: skip
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--rate", type=float, default=0.0,
+                    help="create TrainJobs at this many per second (default: all at once)")  # fmt: skip
     ap.add_argument("--profile", metavar="FILE",
                     help="run the controller under cProfile (all threads), pstats to FILE")  # fmt: skip
     args = ap.parse_args()
@@ -261,6 +265,8 @@ def main() -> int:
     watcher.start()
     started = time.monotonic()
     for i in range(n):
+        if args.rate > 0:  # paced arrivals: the i-th TrainJob at i / rate seconds
+            watcher.stop.wait(max(0.0, started + i / args.rate - time.monotonic()))
         custom.create_namespaced_custom_object(*TRAINER, ns, "trainjobs", trainjob(ns, f"tj-{i}"))
     deadline = started + args.timeout
     reqs: dict[str, float] = {}
@@ -282,6 +288,7 @@ def main() -> int:
     writes = sum(v for k, v in reqs.items() if k in ("post", "patch", "put", "delete"))
     result = {
         "trainjobs": n,
+        "rate_per_second": args.rate or None,
         "finished": len(watcher.tj_done),
         "outcomes": {
             o: list(watcher.outcome.values()).count(o) for o in set(watcher.outcome.values())

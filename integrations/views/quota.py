@@ -197,6 +197,16 @@ def signature(records: Iterable[StepQuota]) -> list[tuple[str, str, str, str]]:
     return sorted((q.workload, q.created, q.state, q.reason) for q in records)
 
 
+def changed(previous: Iterable[StepQuota], merged: Iterable[StepQuota]) -> bool:
+    """Whether ``merged`` is worth writing over ``previous``: their signatures differ, not
+    counting a Workload first seen plain Pending (no reason yet: Kueue has not looked at it,
+    and its live Workload tells every reader as much), which saves a write per step."""
+    old = signature(previous)
+    seen = {(w, c) for w, c, _, _ in old}
+    new = [s for s in signature(merged) if (s[0], s[1]) in seen or s[2] != PENDING or s[3]]
+    return new != old
+
+
 def totals(records: Iterable[StepQuota]) -> Json:
     """Sums per TrainJob and per ClusterQueue."""
     wait = 0.0

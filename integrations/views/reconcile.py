@@ -330,7 +330,7 @@ def _quota(obs: Observed, records: list[quota.StepQuota], now: datetime, out: Ac
     meta = Meta.of(tj)
     old = quota.decode(meta.annotation(labels.QUOTA_ANNOTATION))
     merged = quota.merge(old, records)
-    if quota.signature(merged) == quota.signature(old):
+    if not quota.changed(old, merged):
         return
     patch = {"metadata": {"annotations": {labels.QUOTA_ANNOTATION: quota.encode(merged)}}}
     out.after_start.append(api.merge_patch(api.TRAINJOB, meta.namespace, meta.name, patch))

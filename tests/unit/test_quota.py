@@ -76,6 +76,21 @@ def test_vanished_workload_is_kept_as_released() -> None:
     assert quota.signature(merged) != quota.signature([admitted, done])
 
 
+def test_a_workload_first_seen_plain_pending_is_no_change_worth_a_write() -> None:
+    plain = quota.step_quota(workload("w"), INFO, NOW)
+    assert plain.state == "Pending" and plain.reason == ""
+    assert not quota.changed([], quota.merge([], [plain]))
+    waiting = quota.step_quota(workload("w", pending_reason="WaitingForQuota"), INFO, NOW)
+    assert quota.changed([], quota.merge([], [waiting]))  # a reason is news
+    admitted = quota.step_quota(workload("w", reserved="2026-11-01T10:10:00Z"), INFO, NOW)
+    assert quota.changed([], [admitted])
+    # once written (with another change), a plain Pending record is compared like any other
+    other = quota.step_quota(workload("x", reserved=T0), INFO, NOW)
+    written = quota.merge([], [plain, other])
+    assert not quota.changed(written, quota.merge(written, [plain, other]))
+    assert quota.changed(written, quota.merge(written, [other]))  # w gone: Released
+
+
 def test_transitions_fire_once() -> None:
     pending = quota.step_quota(workload("w", pending_reason="WaitingForQuota"), INFO, NOW)
     admitted = quota.step_quota(

@@ -494,17 +494,22 @@ def test_kueue_reason_arriving_later_is_announced_once() -> None:
     bare = workload("ft-trainer-a0", queue="gpu")  # just created: no conditions yet
     tj = trainjob(annotations={"trainweave.io/attempts": "1"})
     first = reconcile.actions(Observed(tj, (wf,), (), (bare,)), NOW)
-    ann = next(
-        r.body for r in first.after_start if r.method == "PATCH" and "metadata" in (r.body or {})
-    )
-    assert ann is not None
-    tj["metadata"]["annotations"].update(ann["metadata"]["annotations"])
+    # plain Pending is no news: no annotation patch, no Event (the live Workload shows it)
+    assert [r for r in first.after_start if "metadata" in (r.body or {})] == []
+    assert [r for r in first.after_start if r.path.endswith("events")] == []
     waiting = workload("ft-trainer-a0", queue="gpu", pending_reason="WaitingForQuota")
     second = reconcile.actions(Observed(tj, (wf,), (), (waiting,)), NOW)
     reasons = [
         (r.body or {}).get("reason") for r in second.after_start if r.path.endswith("events")
     ]
     assert reasons == ["StepWaitingForQuota"]
+    ann = next(
+        r.body for r in second.after_start if r.method == "PATCH" and "metadata" in (r.body or {})
+    )
+    assert ann is not None
+    tj["metadata"]["annotations"].update(ann["metadata"]["annotations"])
+    third = reconcile.actions(Observed(tj, (wf,), (), (waiting,)), NOW)
+    assert [r for r in third.after_start if r.path.endswith("events")] == []
 
 
 def test_names_are_one_path_segment() -> None:
