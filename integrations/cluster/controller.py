@@ -145,7 +145,10 @@ class Controller:
         self.queue.add(key_of(obj))
 
     def _enq_wf(self, obj: Json) -> None:
-        """A Workflow changed; a finished one puts its TrainJob in the first lane."""
+        """A Workflow changed; a finished one puts its TrainJob in the first lane. A deleted
+        one's view is dropped."""
+        if self.workflows.get(*key_of(obj)) is None:
+            self.views.pop(Meta.of(obj).uid, None)
         finished = WorkflowBody.of(obj).phase in TERMINAL
         self._enq_child(obj, FINISHED if finished else CHANGED)
 
@@ -200,7 +203,7 @@ class Controller:
             return found[1]
         got = view(wf)
         if len(self.views) >= VIEWS_MAX:
-            self.views.clear()  # Workflows deleted long ago; the live ones come back on use
+            self.views.clear()  # a bound only: deletions drop theirs (_enq_wf)
         self.views[uid] = (rv, got)
         return got
 

@@ -1,5 +1,5 @@
 """The controller's start-up reconcile and its Events: the first jobsStatus goes out with the
-start, and Events never hold a reconcile up."""
+start, and Events never hold a reconcile up; its Workflow views go with their Workflows."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from tests.unit.cluster_objects import trainjob
-from tests.unit.test_reconcile import NOW, fake_renderer
+from tests.unit.cluster_objects import trainjob, workflow
+from tests.unit.test_reconcile import INIT_OK, NOW, fake_renderer
 from trainweave.integrations.cluster.controller import Config, Controller
 from trainweave.integrations.cluster.events import EventSender, is_event
 from trainweave.integrations.cluster.metrics import Metrics
@@ -169,3 +169,15 @@ def test_the_controller_queues_events_and_still_writes_status_in_line() -> None:
     ctl.stop()
     assert [e["reason"] for e in server.writes("/events")] == ["StepAdmitted"]
     assert ctl.metrics.events_dropped._value.get() == 0
+
+
+def test_a_workflow_view_is_kept_until_its_workflow_changes_or_goes() -> None:
+    ctl = controller(ApiServer(trainjob()))
+    wf = workflow({"init": INIT_OK})
+    wf["metadata"].update(uid="wf-uid", resourceVersion="5")
+    ctl.workflows.put(wf)
+    first = ctl.view(wf)
+    assert ctl.view(wf) is first  # same resourceVersion: the same view
+    ctl.workflows._drop(("ns", "ft"))  # as a DELETED watch event does, then on_change
+    ctl._enq_wf(wf)
+    assert "wf-uid" not in ctl.views
