@@ -5,7 +5,8 @@
 
 Creates N TrainJobs (2 short steps each: a CPU initializer, then a 1-GPU trainer; kwok pods run
 1 s) in a fresh namespace, all at once or R per second (``--rate``: the controller's caches grow
-to N while the engines keep up, which 2 cores cannot for thousands at once), runs `trainweave controller` as a subprocess scoped to it, and
+to N while the engines keep up, which 2 cores cannot for thousands at once), runs `trainweave
+controller` as a subprocess scoped to it, and
 measures, from watches on this side (Workflows, the TrainJobs' pods, TrainJobs):
 - terminal latency, Workflow finished -> TrainJob condition (this side seeing the Workflow
   terminal, then Complete/Failed on the TrainJob), p50/p99;
