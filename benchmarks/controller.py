@@ -1,7 +1,7 @@
 """Controller benchmark on the real control plane (`make cluster-up` first).
 
     .venv/bin/python benchmarks/controller.py --trainjobs 100 [--rate R] [--kubeconfig PATH]
-        [--profile FILE]
+        [--profile FILE] [--controller-arg ARG ...]
 
 Creates N TrainJobs (2 short steps each: a CPU initializer, then a 1-GPU trainer; kwok pods run
 1 s) in a fresh namespace, all at once or R per second (``--rate``: the controller's caches grow
@@ -158,6 +158,8 @@ def scrape(port: int) -> dict[str, float]:
             out[verb] = out.get(verb, 0.0) + float(value)
             key = f"{verb} {resource}/{sub}" if sub else f"{verb} {resource}"
             out[key] = out.get(key, 0.0) + float(value)
+        elif line.startswith("trainweave_reconciles_total{"):
+            out["reconciles"] = out.get("reconciles", 0.0) + float(line.rsplit(" ", 1)[1])
     return out
 
 
@@ -234,6 +236,8 @@ def main() -> int:
                     help="create TrainJobs at this many per second (default: all at once)")  # fmt: skip
     ap.add_argument("--profile", metavar="FILE",
                     help="run the controller under cProfile (all threads), pstats to FILE")  # fmt: skip
+    ap.add_argument("--controller-arg", action="append", default=[], metavar="ARG",
+                    help="pass ARG to `trainweave controller` (repeatable), e.g. --settle-ms=0")  # fmt: skip
     args = ap.parse_args()
     n = args.trainjobs
     cfg = client.Configuration()
@@ -259,7 +263,7 @@ def main() -> int:
     ctl = subprocess.Popen(
         [*prog, "controller", "--kubeconfig", args.kubeconfig,
          "--namespace", ns, "--lease-namespace", ns, "--bind", f"127.0.0.1:{port}",
-         "--workers", str(args.workers), "--log-level", "WARNING"],
+         "--workers", str(args.workers), "--log-level", "WARNING", *args.controller_arg],
     )  # fmt: skip
     load_start = list(os.getloadavg())
     watcher = Watcher(api, ns)
@@ -290,6 +294,7 @@ def main() -> int:
     result = {
         "trainjobs": n,
         "rate_per_second": args.rate or None,
+        "controller_args": args.controller_arg,
         "finished": len(watcher.tj_done),
         "outcomes": {
             o: list(watcher.outcome.values()).count(o) for o in set(watcher.outcome.values())
@@ -304,6 +309,7 @@ def main() -> int:
         "status_writes_per_trainjob": round(reqs.get("patch trainjobs/status", 0) / n, 2),
         "status_transitions_per_trainjob": round(sum(watcher.status_changes.values()) / n, 2),
         "watch_requests": reqs.get("watch", 0),
+        "reconciles_per_trainjob": round(reqs.get("reconciles", 0) / n, 2),
         "requests_per_trainjob_by_kind": {
             k: round(v / n, 2) for k, v in sorted(reqs.items()) if " " in k and "watch" not in k
         },

@@ -60,6 +60,7 @@ class Config:
     lease_duration: int = 15
     retry_period: float = 2.0
     kept_position_cap: int | None = None  # seconds; None: no kept queue position (the default)
+    settle: float = 0.05  # seconds a changed TrainJob waits for its other events (WorkQueue)
 
 
 def utcnow() -> datetime:
@@ -94,7 +95,7 @@ class Controller:
         """``async_events``: Events go out from their own thread (``events.EventSender``);
         else each is sent before the reconcile goes on."""
         self.config, self.metrics, self.now = config, metrics, now
-        self.queue = WorkQueue()
+        self.queue = WorkQueue(settle=config.settle)
         metrics.queue_depth.set_function(lambda: len(self.queue))
         self.raw_send = send
         self.events = EventSender(send, metrics.events_dropped.inc) if async_events else None

@@ -7,7 +7,8 @@ calls ``on_change(obj)``, except a watch event whose kept object (``transform``)
 from the cached one only in ``resourceVersion`` (stored, no one told: a Workflow's progress
 or a pod's container statuses move, which no reconcile reads); the store is a dict with
 optional secondary indexes.
-``WorkQueue`` hands each key to one worker at a time, coalesces duplicates and
+``WorkQueue`` hands each key to one worker at a time, coalesces duplicates, holds a new key
+for a short settle time so the burst of events one engine change causes is one reconcile, and
 delays retries with per-key exponential backoff.
 """
 
@@ -214,14 +215,27 @@ class WorkQueue:
     count may have moved), and the rest (a TrainJob created or edited: a start-up) in lane 2.
     An add in a higher lane of a key already waiting moves it there (controller-runtime's
     priority queue serves its high-priority items first the same way).
+
+    ``settle`` seconds: a key added to lanes 1 and 2 is handed out no sooner than that after
+    it was queued, so the events one engine change sets off (a pod Succeeded, its Workload
+    Finished, its Workflow node) reach one reconcile instead of one each. Lane 0 goes at once;
+    a key due from ``add_after`` goes to the front of the last lane.
     """
 
     LANES = 3
 
-    def __init__(self, base_delay: float = 0.2, max_delay: float = 60.0) -> None:
+    def __init__(
+        self,
+        base_delay: float = 0.2,
+        max_delay: float = 60.0,
+        settle: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.cond = threading.Condition()
         self.lanes: list[deque[Key]] = [deque() for _ in range(self.LANES)]
         self.queued: dict[Key, int] = {}  # key -> its lane
+        self.ready_at: dict[Key, float] = {}  # queued key -> when it may be handed out
+        self.settle, self.clock = settle, clock
         self.active: set[Key] = set()
         self.dirty: dict[Key, int] = {}  # changed while active -> the highest lane asked
         self.delayed: list[tuple[float, Key]] = []
@@ -234,14 +248,18 @@ class WorkQueue:
         with self.cond:
             self._add(key, priority)
 
-    def _add(self, key: Key, priority: int) -> None:
+    def _add(self, key: Key, priority: int, settled: bool = False) -> None:
         if key in self.active:
             self.dirty[key] = min(priority, self.dirty.get(key, priority))
             return
         lane = self.queued.get(key)
         if lane is None:
             self.queued[key] = priority
-            self.lanes[priority].append(key)
+            self.ready_at[key] = self.clock() + (0.0 if settled else self.settle)
+            if settled:  # due already: ahead of keys still settling
+                self.lanes[priority].appendleft(key)
+            else:
+                self.lanes[priority].append(key)
             self.cond.notify()
         elif priority < lane:
             self.lanes[lane].remove(key)
@@ -251,7 +269,7 @@ class WorkQueue:
     def add_after(self, key: Key, delay: float) -> None:
         """Queue ``key`` after ``delay`` seconds."""
         with self.cond:
-            heapq.heappush(self.delayed, (time.monotonic() + delay, key))
+            heapq.heappush(self.delayed, (self.clock() + delay, key))
             self.cond.notify()
 
     def retry(self, key: Key) -> float:
@@ -270,24 +288,30 @@ class WorkQueue:
         with self.cond:
             return len(self.queued)
 
-    def get(self) -> Key | None:
-        """Block for the next key (None once closed)."""
+    def get(self, timeout: float | None = None) -> Key | None:
+        """Block for the next key; None once closed, or after ``timeout`` seconds if given."""
         with self.cond:
+            deadline = None if timeout is None else self.clock() + timeout
             while True:
                 if self.closed:
                     return None
-                now = time.monotonic()
+                now = self.clock()
                 while self.delayed and self.delayed[0][0] <= now:
                     _, key = heapq.heappop(self.delayed)
-                    self._add(key, self.LANES - 1)
-                lane = next((q for q in self.lanes if q), None)
-                if lane is not None:
-                    key = lane.popleft()
-                    del self.queued[key]
-                    self.active.add(key)
-                    return key
-                timeout = self.delayed[0][0] - now if self.delayed else None
-                self.cond.wait(timeout)
+                    self._add(key, self.LANES - 1, settled=True)
+                wake = [t for t, _ in self.delayed[:1]] + ([] if deadline is None else [deadline])
+                for i, lane in enumerate(self.lanes):
+                    if not lane:
+                        continue
+                    if i == 0 or self.ready_at[lane[0]] <= now:
+                        key = lane.popleft()
+                        del self.queued[key], self.ready_at[key]
+                        self.active.add(key)
+                        return key
+                    wake.append(self.ready_at[lane[0]])
+                if deadline is not None and now >= deadline:
+                    return None
+                self.cond.wait(min(wake) - now if wake else None)
 
     def done(self, key: Key) -> None:
         """Finished with ``key``; requeue it if it changed meanwhile."""

@@ -91,11 +91,10 @@ class KubeClient:
             if not 200 <= resp.status < 300:
                 data = resp.read()
                 raise api.ApiError(resp.status, str(resp.reason), json.loads(data or b"{}"))
-            buf = b""
+            rest = b""
             for chunk in resp.stream(65536, decode_content=True):
-                buf += chunk
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
+                *lines, rest = (rest + chunk).split(b"\n")  # one event a line; the last may be cut
+                for line in lines:
                     if line.strip():
                         yield json.loads(line)
         except urllib3.exceptions.HTTPError as err:

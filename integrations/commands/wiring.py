@@ -67,6 +67,14 @@ def add_commands(
         metavar="SECONDS",
         help="give a kept position up after this long (default 7200: 2 h)",
     )
+    ctl.add_argument(
+        "--settle-ms",
+        type=int,
+        default=50,
+        metavar="MS",
+        help="hold a changed TrainJob this long before reconciling it, so the events of one"
+        " engine change make one reconcile (default 50; 0: at once)",
+    )
     _trainjob_status_flags(ctl)
     ctl.set_defaults(handler=_controller)
 
@@ -121,7 +129,12 @@ def _controller(args: argparse.Namespace) -> int:
                 )
             ]
         )
+    if args.settle_ms < 0:
+        raise InputErrors(
+            [InputError("--settle-ms", "must be 0 or a positive number", "(command line)")]
+        )
     fields = {
+        "settle": args.settle_ms / 1000,
         "namespace": args.namespace,
         "bind": args.bind,
         "workers": args.workers,

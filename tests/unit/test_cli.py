@@ -594,6 +594,21 @@ def test_no_usable_kubeconfig_is_one_line(
     )
 
 
+@pytest.mark.parametrize(
+    ("flag", "line"),
+    [
+        ("--kept-position-cap=0", "error: (command line): --kept-position-cap: must be a positive"),
+        ("--settle-ms=-1", "error: (command line): --settle-ms: must be 0 or a positive number"),
+    ],
+)
+def test_a_bad_controller_setting_is_one_line_before_anything_runs(
+    flag: str, line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["controller", "--kubeconfig", "/nowhere", flag])
+    out, err = capsys.readouterr()
+    assert (code, out, err.splitlines()[0][: len(line)], len(err.splitlines())) == (2, "", line, 1)
+
+
 def test_no_kubeconfig_from_the_shell(tmp_path: Path) -> None:
     """The same, as a user runs it: a fresh process, its environment without any kubeconfig."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBE", "HOME"))}

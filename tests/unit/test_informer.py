@@ -6,6 +6,7 @@ logic; the same classes run against the real API server in tests/e2e.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -147,3 +148,51 @@ def test_retry_backs_off_exponentially_and_forget_resets() -> None:
     assert [q.retry(key) for _ in range(4)] == [0.2, 0.4, 0.8, 1.0]
     q.forget(key)
     assert q.retry(key) == 0.2
+
+
+class Clock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_a_new_key_waits_out_the_settle_time_and_its_later_events_join_it() -> None:
+    clock = Clock()
+    q = WorkQueue(settle=0.05, clock=clock)
+    q.add(("ns", "a"), 1)
+    assert q.get(timeout=0) is None  # queued 0 s ago: still settling
+    clock.t += 0.03
+    q.add(("ns", "a"), 2)  # a second event of the same change: joins the waiting key
+    q.add(("ns", "b"), 2)
+    assert q.get(timeout=0) is None
+    clock.t += 0.02
+    assert q.get(timeout=0) == ("ns", "a")  # 0.05 s after its first event, once
+    assert q.get(timeout=0) is None  # b settles 0.05 s after its own add
+    clock.t += 0.03
+    assert q.get(timeout=0) == ("ns", "b")
+
+
+def test_a_finished_workflow_and_a_timed_recheck_do_not_wait_to_settle() -> None:
+    clock = Clock()
+    q = WorkQueue(settle=10.0, clock=clock)
+    q.add(("ns", "a"), 2)
+    q.add(("ns", "f"), 0)
+    q.add_after(("ns", "t"), 1.0)
+    assert q.get(timeout=0) == ("ns", "f")
+    assert q.get(timeout=0) is None
+    clock.t += 1.0
+    assert q.get(timeout=0) == ("ns", "t")  # due: at once, ahead of a still settling
+    q.add(("ns", "a"), 0)  # a waiting key moved to the first lane goes at once too
+    assert q.get(timeout=0) == ("ns", "a")
+
+
+def test_get_waits_for_the_settle_time_on_the_real_clock() -> None:
+    q = WorkQueue(settle=0.05)
+    start = time.monotonic()
+    q.add(("ns", "a"), 1)
+    assert q.get() == ("ns", "a")
+    assert time.monotonic() - start >= 0.05
