@@ -10,6 +10,9 @@ All times are seconds from the run's start.
   GPU pods (trainer, evaluator) runs (the cost of reserving the trainer's GPUs while initializers
   download);
 - GPU utilisation: GPU-seconds of running GPU pods / (GPU quota x makespan);
+- GPU utilisation of ready work: the same GPU-seconds / the GPU-seconds ready GPU steps could
+  have used (``ready_capacity``): what a scheduler loses, apart from the trace's shape (no GPU
+  step ready while the first initializers run, one pipeline left at the end);
 - admission wait: a Workload's QuotaReserved time - its creation, mean and p95;
 - order inversions: see ``inversions``;
 - hand-off latency: see ``handoff``.
@@ -99,6 +102,24 @@ class GpuStep:
     workload: str = ""
 
 
+def ready_capacity(steps: Sequence[GpuStep], holds: list[Hold], gpu_quota: float) -> float:
+    """GPU-seconds of quota that ready GPU steps could have used: the integral over time of
+    min(quota, GPUs of the steps ready and not yet done). A step counts from ``ready`` (or its
+    hold's start, if earlier) to its Workload's end, with its Workload's GPUs; a step whose
+    Workload never held quota is left out (its GPUs are unknown)."""
+    by_workload = {h.workload: h for h in holds}
+    edges: list[tuple[float, float]] = []
+    for x in steps:
+        h = by_workload.get(x.workload)
+        if h is not None and h.gpus > 0:
+            edges += [(min(x.ready, h.start), h.gpus), (h.end, -h.gpus)]
+    total, demand, last = 0.0, 0.0, 0.0
+    for t, delta in sorted(edges):
+        total += min(gpu_quota, demand) * (t - last) if demand > 0 else 0.0
+        demand, last = demand + delta, t
+    return total
+
+
 def inverted(steps: list[GpuStep]) -> list[tuple[GpuStep, GpuStep]]:
     """Pairs (x, y) of GPU steps of TrainJobs a and b of the same priority, a created strictly
     before b, x ready strictly before y, and y admitted strictly before x (x never admitted
@@ -144,6 +165,7 @@ def summary(
     waits = [h.start - h.created for h in holds]
     busy = sum(s.gpus * (s.end - s.start) for s in spans)
     idle = held_idle(holds, spans)
+    ready = ready_capacity(steps, holds, gpu_quota)
     return {
         "trainjobs": float(len(jobs)),
         "completed": float(sum(1 for j in jobs if j.outcome == "Complete")),
@@ -155,6 +177,7 @@ def summary(
         "jct_max_s": max(jct, default=0.0),
         "held_idle_gpu_s": sum(idle.values()),
         "gpu_utilisation": busy / (gpu_quota * makespan) if makespan and gpu_quota else 0.0,
+        "gpu_utilisation_of_ready": busy / ready if ready else 0.0,
         "admission_wait_mean_s": sum(waits) / len(waits) if waits else 0.0,
         "admission_wait_p95_s": percentile(waits, 0.95),
         "workloads": float(len(holds)),

@@ -16,6 +16,7 @@ from benchmarks.admission_metrics import (
     outside,
     parts,
     percentile,
+    ready_capacity,
     summary,
     union,
 )
@@ -68,7 +69,7 @@ def test_summary() -> None:
     jobs = [TrainJobTimes("a", 0, 60, "Complete"), TrainJobTimes("b", 0, 100, "Failed")]
     holds = [Hold("a", "wa", 16, 0, 0, 60), Hold("b", "wb", 16, 0, 10, 100)]
     spans = [Span("a", 40, 60, 16), Span("b", 80, 100, 16)]
-    steps = [GpuStep("a", 0, 0, 0, 0), GpuStep("b", 1, 0, 1, 10)]
+    steps = [GpuStep("a", 0, 0, 0, 0, "wa"), GpuStep("b", 1, 0, 1, 10, "wb")]
     got = summary(jobs, holds, spans, gpu_quota=32, steps=steps)
     assert got == {
         "trainjobs": 2.0,
@@ -81,6 +82,7 @@ def test_summary() -> None:
         "jct_max_s": 100.0,
         "held_idle_gpu_s": 16 * 40 + 16 * 70,
         "gpu_utilisation": (16 * 20 + 16 * 20) / (32 * 100),
+        "gpu_utilisation_of_ready": (16 * 20 + 16 * 20) / (16 * 60 + 16 * 99),
         "admission_wait_mean_s": 5.0,
         "admission_wait_p95_s": 10.0,
         "workloads": 2.0,
@@ -164,3 +166,24 @@ def test_handoff_gives_n_p50_p99_per_part_in_stage_order() -> None:
         "done->started": {"n": 2.0, "p50": 0.123, "p99": 1.0},
         "total": {"n": 2.0, "p50": 1.0, "p99": 2.0},
     }
+
+
+def test_ready_capacity_is_the_quota_ready_steps_could_fill() -> None:
+    """a's trainer (16 GPUs) ready at 0, held 2-12; b's (16) ready at 4, held 12-20; c's (16)
+    ready at 6, held 12-20; on a 32-GPU quota: 16 over 0-4, 32 over 4-12 (48 ready, capped),
+    32 over 12-20. A step never admitted is left out, and so is one with no GPUs."""
+    holds = [
+        Hold("a", "wa", 16, 0, 2, 12),
+        Hold("b", "wb", 16, 0, 12, 20),
+        Hold("c", "wc", 16, 0, 12, 20),
+        Hold("d", "wd", 0, 0, 0, 20),
+    ]
+    steps = [
+        GpuStep("a", 0, 0, 0, 2, "wa"),
+        GpuStep("b", 1, 0, 4, 12, "wb"),
+        GpuStep("c", 2, 0, 6, 12, "wc"),
+        GpuStep("d", 3, 0, 0, 0, "wd"),
+        GpuStep("e", 4, 0, 0, None, "we"),
+    ]
+    assert ready_capacity(steps, holds, 32) == 16 * 4 + 32 * 8 + 32 * 8
+    assert ready_capacity(steps, holds, 64) == 16 * 4 + 32 * 2 + 48 * 6 + 32 * 8
