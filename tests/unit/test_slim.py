@@ -54,7 +54,24 @@ def test_slim_objects_drop_what_the_reconcile_never_reads() -> None:
     p = slim.pod(full_pod(pod("ft", "trainer", "node-0-0", "Running", gated=True)))
     assert "managedFields" not in p["metadata"]
     assert p["spec"] == {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]}
-    assert p["status"]["conditions"] == [{"type": "PodScheduled", "status": "True"}]
+    assert "conditions" not in p["status"]  # PodScheduled: not read
+    done = full_pod(pod("ft", "trainer", "node-0-0", "Succeeded"))
+    done["metadata"]["finalizers"] = ["kueue.x-k8s.io/managed"]
+    done["metadata"]["labels"][slim.ARGO_COMPLETED] = "true"
+    done["status"]["conditions"].append(
+        {"type": "Ready", "status": "False", "reason": "PodCompleted"}
+    )
+    p = slim.pod(done)
+    assert "finalizers" not in p["metadata"] and slim.ARGO_COMPLETED not in p["metadata"]["labels"]
+    assert p["status"]["conditions"] == [{"type": "Ready", "status": "False"}]
+    wl = workload("ft-node-a0", queue="gpu", reserved="2026-11-01T10:04:00Z")
+    wl["metadata"]["finalizers"] = ["kueue.x-k8s.io/resource-in-use"]
+    wl["status"]["conditions"].append({"type": "PodsReady", "status": "True"})
+    wl["status"]["requeueState"] = {"count": 1}
+    w = slim.workload(wl)
+    assert "finalizers" not in w["metadata"] and "requeueState" not in w["status"]
+    assert [c["type"] for c in w["status"]["conditions"]] == ["QuotaReserved", "Admitted"]
+    assert w["status"]["admission"] == wl["status"]["admission"]
     wf = slim.workflow(full_workflow(workflow({"init": INIT_OK})))
     assert all(set(t) <= {"name", "metadata", "dag"} for t in wf["spec"]["templates"])
     assert all(
@@ -91,9 +108,13 @@ def test_plan_on_slim_objects_equals_plan_on_full_objects() -> None:
         workload("ft-trainer-a0", queue="gpu", reserved="2026-11-01T10:04:00Z"),
     )
     tj = trainjob(annotations={"trainweave.io/attempts": "1"})
-    full = Observed(
-        tj, (full_workflow(wf),), tuple(full_pod(p) for p in pods), tuple(copy.deepcopy(wls))
-    )
+    full_wls = copy.deepcopy(wls)
+    for wl in full_wls:  # what Kueue adds that the caches drop
+        wl["metadata"]["finalizers"] = ["kueue.x-k8s.io/resource-in-use"]
+        wl["status"]["conditions"].append({"type": "PodsReady", "status": "True"})
+    full_pods = tuple(full_pod(p) for p in pods)
+    full_pods[0]["metadata"]["labels"][slim.ARGO_COMPLETED] = "true"
+    full = Observed(tj, (full_workflow(wf),), full_pods, full_wls)
     thin = Observed(
         slim.trainjob(tj),
         tuple(slim.workflow(w) for w in full.workflows),
