@@ -41,7 +41,8 @@ from trainweave.labels import EventReason, EventType
 Json = dict[str, Any]
 log = logging.getLogger("trainweave.controller")
 VIEWS_MAX = 16384  # Workflow views kept (Controller.view)
-# WorkQueue lanes: a Workflow finished; a child changed (a status count may move); the rest
+# WorkQueue lanes: a Workflow finished or a TrainJob being deleted; a child changed (a status
+# count may move); the rest
 FINISHED, CHANGED = 0, 1
 
 
@@ -143,7 +144,10 @@ class Controller:
 
     # --- event mapping ------------------------------------------------------------
     def _enq(self, obj: Json) -> None:
-        self.queue.add(key_of(obj))
+        """A TrainJob changed; one being deleted goes first and at once (lane 0, no settle
+        time): its Workflows must be stopped before the garbage collector reaches their pods."""
+        deleting = Meta.of(obj).deletion_timestamp
+        self.queue.add(key_of(obj), FINISHED if deleting else WorkQueue.LANES - 1)
 
     def _enq_wf(self, obj: Json) -> None:
         """A Workflow changed; a finished one puts its TrainJob in the first lane. A deleted

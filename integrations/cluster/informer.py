@@ -211,7 +211,8 @@ class WorkQueue:
 
     Lanes by priority (0 first, ``LANES`` of them), each in arrival order: the controller puts
     a TrainJob whose Workflow just finished in lane 0 (its final status is what users and
-    dashboards wait for), one whose pods, Workflows or Workloads changed in lane 1 (a status
+    dashboards wait for), and one being deleted (its Workflows are stopped before the garbage
+    collector reaches their pods), one whose pods, Workflows or Workloads changed in lane 1 (a status
     count may have moved), and the rest (a TrainJob created or edited: a start-up) in lane 2.
     An add in a higher lane of a key already waiting moves it there (controller-runtime's
     priority queue serves its high-priority items first the same way).

@@ -12,6 +12,7 @@ from tests.unit.cluster_objects import trainjob, workflow
 from tests.unit.test_reconcile import INIT_OK, NOW, fake_renderer
 from trainweave.integrations.cluster.controller import Config, Controller
 from trainweave.integrations.cluster.events import EventSender, is_event
+from trainweave.integrations.cluster.informer import WorkQueue
 from trainweave.integrations.cluster.metrics import Metrics
 from trainweave.integrations.views import api, reconcile
 from trainweave.labels import EventReason, EventType
@@ -182,3 +183,16 @@ def test_a_workflow_view_is_kept_until_its_workflow_changes_or_goes() -> None:
     ctl.workflows._drop(("ns", "ft"))  # as a DELETED watch event does, then on_change
     ctl._enq_wf(wf)
     assert "wf-uid" not in ctl.views
+
+
+def test_a_trainjob_being_deleted_is_reconciled_first_and_without_settling() -> None:
+    ctl = controller(ApiServer(trainjob()))
+    ctl.queue = WorkQueue(settle=60.0)  # a settle time no test waits out
+    other = trainjob()
+    other["metadata"]["name"] = "other"
+    ctl._enq(other)  # a start-up: waits to settle
+    deleting = trainjob()
+    deleting["metadata"]["deletionTimestamp"] = "2026-11-01T10:10:00Z"
+    ctl._enq(deleting)
+    assert ctl.queue.get(timeout=0) == ("ns", "ft")
+    assert ctl.queue.get(timeout=0) is None
