@@ -316,12 +316,8 @@ def test_foreground_deleted_trainjob_stops_its_workflow_before_the_cascade(
         assert attempts == ["node-0-0(0)"]  # no retry attempt
         assert wf["spec"].get("shutdown") == "Stop"
     finally:
-        pod: Pod = kube.core.read_namespaced_pod(trainer.metadata.name, namespace)
-        kept = [f for f in pod.metadata.finalizers or [] if f != HOLD]
-        kube.core.patch_namespaced_pod(
-            trainer.metadata.name,
-            namespace,
-            [{"op": "replace", "path": "/metadata/finalizers", "value": kept}],
+        wait_until(
+            "the test's finalizer off", lambda: _release(kube, namespace, trainer), timeout=30
         )
     wait_until("TrainJob gone", lambda: not kube.list(TRAINER, "trainjobs", namespace), timeout=120)
     assert workflows(kube, namespace) == []
@@ -329,6 +325,20 @@ def test_foreground_deleted_trainjob_stops_its_workflow_before_the_cascade(
         "pods gone", lambda: not kube.pods(namespace, "trainweave.io/trainjob=ft"), timeout=60
     )
     wait_until("workloads gone", lambda: not kube.list(KUEUE, "workloads", namespace), timeout=60)
+
+
+def _release(kube: Kube, namespace: str, pod: Pod) -> bool:
+    """Take HOLD off ``pod``: a JSON patch that removes it where it was read, on condition that it
+    is still there (``test``), so no finalizer Kueue took off meanwhile comes back (a deleting
+    pod refuses new finalizers). A failed ``test`` is an ApiException: ``wait_until`` reads
+    again."""
+    got: Pod = kube.core.read_namespaced_pod(pod.metadata.name, namespace)
+    finalizers = list(got.metadata.finalizers or [])
+    if HOLD in finalizers:
+        path = f"/metadata/finalizers/{finalizers.index(HOLD)}"
+        patch = [{"op": "test", "path": path, "value": HOLD}, {"op": "remove", "path": path}]
+        kube.core.patch_namespaced_pod(pod.metadata.name, namespace, patch)
+    return True
 
 
 def test_missing_runtime_fails_with_reason(
