@@ -209,11 +209,11 @@ class Informer:
 class WorkQueue:
     """Keys processed by one worker at a time; duplicates coalesce; delayed adds.
 
-    Lanes by priority (0 first, ``LANES`` of them), each in arrival order: the controller puts
-    a TrainJob whose Workflow just finished in lane 0 (its final status is what users and
-    dashboards wait for), and one being deleted (its Workflows are stopped before the garbage
-    collector reaches their pods), one whose pods, Workflows or Workloads changed in lane 1 (a status
-    count may have moved), and the rest (a TrainJob created or edited: a start-up) in lane 2.
+    Lanes by priority (0 first, ``LANES`` of them), each in arrival order. The controller puts
+    in lane 0 a TrainJob whose Workflow just finished (its final status is what users and
+    dashboards wait for) or that is being deleted (its Workflows are stopped before the garbage
+    collector reaches their pods); in lane 1 one whose pods, Workflows or Workloads changed (a
+    status count may have moved); the rest (a TrainJob created or edited: a start-up) in lane 2.
     An add in a higher lane of a key already waiting moves it there (controller-runtime's
     priority queue serves its high-priority items first the same way).
 
