@@ -4,8 +4,8 @@ The actions are a list of ``Request`` values (sent in order by ``executor``), at
 most one ``Start`` (render + create the children of an attempt/segment), the
 Prometheus observations owed, and when to look again. Lifecycle (docs/controller.md):
 
-- start: attempt 0 segment 0 once; ``trainweave.io/attempts`` is written first,
-  so a restart between the two writes re-creates the same deterministic name;
+- start: attempt 0 segment 0 when the TrainJob has no Workflow; a restart before the
+  cache shows it re-creates the same deterministic name (a 409 the executor accepts);
 - suspend: a Workflow with no pods yet gets Argo ``spec.suspend``; a running one
   is stopped (``spec.shutdown: Stop``) and its step Workloads deleted, so Kueue
   deletes the pods and frees the quota; resume starts the next segment
@@ -154,11 +154,7 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Actions, now: 
     meta = Meta.of(obs.trainjob)
     ns, name = meta.namespace, meta.name
     latest = prog.latest
-    if prog.started == 0:
-        out.requests.append(_attempts(ns, name, 1))
-        out.start = Start(0, 0, frozenset(), suspend)
-        return
-    if latest is None:
+    if latest is None:  # attempt 0 has no annotation: its Workflow name says it is started
         out.start = Start(prog.attempt, 0, frozenset(), suspend)
         return
     wf_pods = [p for p in obs.pods if workflow_of(p) == latest.name]
