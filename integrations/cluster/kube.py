@@ -93,7 +93,7 @@ class KubeClient:
         try:
             if not 200 <= resp.status < 300:
                 data = resp.read()
-                raise api.ApiError(resp.status, str(resp.reason), json.loads(data or b"{}"))
+                raise api.ApiError(resp.status, str(resp.reason), orjson.loads(data or b"{}"))
             rest = b""
             for chunk in resp.stream(65536, decode_content=True):
                 *lines, rest = (rest + chunk).split(b"\n")  # one event a line; the last may be cut

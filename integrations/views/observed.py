@@ -67,7 +67,6 @@ class Progress:
     """Where the current whole-pipeline attempt stands."""
 
     attempt: int
-    started: int  # attempts started (annotation)
     views: tuple[WorkflowView, ...] = ()  # this attempt's Workflows by segment
     done_steps: frozenset[str] = frozenset()
 
@@ -132,7 +131,7 @@ def progress(obs: Observed) -> Progress:
     done: set[str] = set()
     for v in mine:
         done |= v.succeeded_steps
-    return Progress(attempt, started, tuple(mine), frozenset(done))
+    return Progress(attempt, tuple(mine), frozenset(done))
 
 
 def group_of(pod: Json) -> str:

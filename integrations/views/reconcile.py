@@ -154,7 +154,7 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Actions, now: 
     meta = Meta.of(obs.trainjob)
     ns, name = meta.namespace, meta.name
     latest = prog.latest
-    if latest is None:  # attempt 0 has no annotation: its Workflow name says it is started
+    if latest is None:  # no Workflow of this attempt yet (attempt 0 writes no annotation)
         out.start = Start(prog.attempt, 0, frozenset(), suspend)
         return
     wf_pods = [p for p in obs.pods if workflow_of(p) == latest.name]
