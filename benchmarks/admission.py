@@ -23,7 +23,9 @@ Watches (benchmarks/admission_record.py) record every Workload, pod and Workflow
 cluster writes them, and when each state was first seen; what is submitted comes from
 benchmarks/admission_trace.py, the figures from benchmarks/admission_metrics.py. Prints
 machine, versions and engine settings, a JSON line of figures per run and, for trainweave runs,
-`{"handoff": ...}` (p50/p99 of each part of a step hand-off), writes
+`{"handoff": ...}` (p50/p99 of each part of a step hand-off) and `{"quota": ...}` (where the GPU
+quota's seconds went: held before a step's pods ran, while they ran, after they succeeded, free),
+writes
 docs/admission-<trace>.png (the GPU timelines side by side) and the last lines, one per trace:
 `bench-admission: trace=NAME makespan-ratio=R held-idle-gpu-s trainweave=X upstream=Y
 inversions trainweave=I upstream=J jct-p99-ratio=Q` (trainweave: with kept position where it
@@ -51,7 +53,17 @@ from typing import Any
 from kubernetes import client, config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from admission_metrics import GpuStep, Hold, Span, StepStart, TrainJobTimes, handoff, summary
+from admission_metrics import (
+    GpuStep,
+    Hold,
+    QuotaHold,
+    Span,
+    StepStart,
+    TrainJobTimes,
+    handoff,
+    quota_account,
+    summary,
+)
 from admission_record import KUEUE, Recorder, Steps, condition_time, holds, spans, stamp
 from admission_trace import (
     GPU_QUOTA,
@@ -92,6 +104,7 @@ class Run:
     spans: list[Span] = field(default_factory=list)
     starts: list[StepStart] = field(default_factory=list)
     gpu_steps: list[GpuStep] = field(default_factory=list)
+    quota_holds: list[QuotaHold] = field(default_factory=list)
     figures: dict[str, float] = field(default_factory=dict)
 
 
@@ -191,6 +204,7 @@ class Cluster:
         run = Run(setup, sorted(done.values(), key=lambda j: j.name), holds(rec, t0, end),
                   spans(rec, t0, end), [] if upstream else steps.starts())  # fmt: skip
         run.gpu_steps = steps.gpu_steps(upstream, submitted)
+        run.quota_holds = [] if upstream else steps.quota_holds()
         run.figures = summary(run.jobs, run.holds, run.spans, GPU_QUOTA, run.gpu_steps)
         run.figures["api_writes"] = writes
         run.figures["api_writes_per_trainjob"] = writes / len(jobs)
@@ -320,6 +334,9 @@ def main() -> int:
             if runs[-1].starts:
                 print(json.dumps({"trace": name, "setup": setup,
                                   "handoff": handoff(runs[-1].starts)}), flush=True)  # fmt: skip
+                quota = quota_account(runs[-1].quota_holds, GPU_QUOTA,
+                                      runs[-1].figures["makespan_s"])  # fmt: skip
+                print(json.dumps({"trace": name, "setup": setup, "quota": quota}), flush=True)
         if "upstream" not in setups:
             continue
         up = runs[0]

@@ -247,3 +247,56 @@ def handoff(starts: list[StepStart]) -> dict[str, dict[str, float]]:
         for name in order
         if name in values
     }
+
+
+# Where the GPU quota's time went, per GPU Workload (trainweave's step Workloads), from the times
+# the watches first saw (sub-second): ``reserved`` (QuotaReserved), ``running`` (the last of the
+# step's pods running), ``succeeded`` (the last of them Succeeded) and ``released`` (the Workload
+# Finished, or deleted). The quota's GPU-seconds over the makespan split into: held before the
+# step's pods all ran (ungating, binding, container start), held while they ran, held after they
+# succeeded (until Kueue finished the Workload and freed its quota), and not held at all.
+HOLD_STAGES = ("reserved", "running", "succeeded", "released")
+
+
+@dataclass(frozen=True)
+class QuotaHold:
+    """One GPU Workload's reservation, its stages first seen (None: never seen)."""
+
+    trainjob: str
+    gpus: float
+    reserved: float | None
+    running: float | None
+    succeeded: float | None
+    released: float | None
+
+
+def quota_account(
+    quota_holds: list[QuotaHold], gpu_quota: float, makespan: float
+) -> dict[str, float]:
+    """GPU-seconds of each hold part summed over the holds seen at every stage (``<part>_gpu_s``),
+    the same as shares of quota x makespan (``<part>_share``; ``free_share`` is the rest), and
+    p50/p99 seconds of each part (``<part>_p50_s``, ``<part>_p99_s``). ``holds`` counts the holds
+    used, ``holds_incomplete`` those left out (a stage never seen)."""
+    names = [f"{a}->{b}" for a, b in itertools.pairwise(HOLD_STAGES)]
+    seconds: dict[str, list[float]] = {n: [] for n in names}
+    gpu_s = dict.fromkeys(names, 0.0)
+    used = 0
+    for h in quota_holds:
+        times = [getattr(h, s) for s in HOLD_STAGES]
+        if h.gpus <= 0 or any(t is None for t in times):
+            continue
+        used += 1
+        for name, (a, b) in zip(names, itertools.pairwise(times), strict=True):
+            length = max(0.0, float(b or 0.0) - float(a or 0.0))
+            seconds[name].append(length)
+            gpu_s[name] += h.gpus * length
+    capacity = gpu_quota * makespan
+    out = {"holds": float(used), "holds_incomplete": float(len(quota_holds) - used)}
+    for name in names:
+        out[f"{name}_gpu_s"] = round(gpu_s[name], 1)
+        out[f"{name}_share"] = round(gpu_s[name] / capacity, 3) if capacity else 0.0
+        out[f"{name}_p50_s"] = round(percentile(seconds[name], 0.5), 3)
+        out[f"{name}_p99_s"] = round(percentile(seconds[name], 0.99), 3)
+    held = sum(gpu_s.values())
+    out["free_share"] = round(1.0 - held / capacity, 3) if capacity else 0.0
+    return out

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 import urllib3
-from admission_metrics import GpuStep, Hold, Span, StepStart
+from admission_metrics import GpuStep, Hold, QuotaHold, Span, StepStart
 from admission_trace import GPU, Json
 from kubernetes import client, watch
 
@@ -76,7 +76,8 @@ class Recorder:
 def seen_states(kind: str, obj: Json) -> list[tuple[str, str]]:
     """The (key, state) pairs ``obj`` shows now. Pods: created, ungated (no scheduling gates),
     scheduled (nodeName), running (every container running or already terminated), succeeded.
-    Workloads: created, quota (QuotaReserved True), admitted (Admitted True). Workflows: per DAG
+    Workloads: created, quota (QuotaReserved True), admitted (Admitted True), finished (Finished
+    True). Workflows: per DAG
     task node (``TRAINJOB/displayName``), started (startedAt set), succeeded."""
     uid = obj["metadata"]["uid"]
     status = obj.get("status") or {}
@@ -90,7 +91,11 @@ def seen_states(kind: str, obj: Json) -> list[tuple[str, str]]:
             out.append((uid, "running"))
         out += [(uid, "succeeded")] if status.get("phase") == "Succeeded" else []
     elif kind == "workloads":
-        for ctype, state in (("QuotaReserved", "quota"), ("Admitted", "admitted")):
+        for ctype, state in (
+            ("QuotaReserved", "quota"),
+            ("Admitted", "admitted"),
+            ("Finished", "finished"),
+        ):
             if condition_time(obj, ctype) is not None:
                 out.append((uid, state))
     else:
@@ -299,6 +304,29 @@ class Steps:
                     self.rel(last(admitted)),
                     self.rel(latest(self.rec, uids, "ungated")),
                     self.rel(latest(self.rec, uids, "running")),
+                )
+            )
+        return out
+
+    def quota_holds(self) -> list[QuotaHold]:
+        """Every step Workload holding GPUs (trainweave): reserved, its pods all running, all
+        Succeeded, and the Workload Finished (or deleted), as the watches first saw them."""
+        out = []
+        for uid, wl in self.rec.workloads.items():
+            gpus = gpus_of(wl)
+            key = self.group.get(wl["metadata"]["name"])
+            if not gpus or key is None:
+                continue
+            uids = self.pods.get(key, [])
+            released = self.rec.first.get((uid, "finished")) or self.rec.deleted.get(uid)
+            out.append(
+                QuotaHold(
+                    key[0],
+                    gpus,
+                    self.rel(self.rec.first.get((uid, "quota"))),
+                    self.rel(latest(self.rec, uids, "running")),
+                    self.rel(latest(self.rec, uids, "succeeded")),
+                    self.rel(released),
                 )
             )
         return out

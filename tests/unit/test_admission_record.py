@@ -86,6 +86,9 @@ def test_workload_and_workflow_states_seen() -> None:
     wl = workload("w", "a-node-a0", 16, "2026-11-26T01:00:00Z")
     wl["status"]["conditions"].append({"type": "Admitted", "status": "False"})
     assert record.seen_states("workloads", wl) == [("w", "created"), ("w", "quota")]
+    finished = {"type": "Finished", "status": "True", "lastTransitionTime": "2026-11-26T01:00:09Z"}
+    wl["status"]["conditions"].append(finished)
+    assert record.seen_states("workloads", wl)[-1] == ("w", "finished")
     wf = {
         "metadata": {"uid": "f", "labels": {"trainweave.io/trainjob": "a"}},
         "status": {
@@ -129,6 +132,7 @@ def recording() -> Any:
         pods={p["metadata"]["uid"]: p for p in pods},
         workloads={"w": workload("w", "a-node-a0", 16, "1970-01-01T00:01:44Z")},
         first=first,
+        deleted={},
     )
 
 
@@ -154,6 +158,25 @@ def test_a_gpu_step_is_ready_when_its_predecessors_are_done_and_admitted_at_quot
     assert [(s.trainjob, s.created, s.ready, s.admitted, s.workload) for s in got] == [
         ("a", 0.5, pytest.approx(2.0), pytest.approx(4.0), "a-node-a0")
     ]
+
+
+def test_a_quota_hold_runs_from_quota_reserved_to_finished() -> None:
+    """Both trainer pods running by 104.5, Succeeded by 109.5, Finished first seen at 110."""
+    rec = recording()
+    rec.first.update({("n1", "running"): 104.5, ("n0", "succeeded"): 109.0})
+    rec.first[("n1", "succeeded")] = 109.5
+    rec.first[("w", "finished")] = 110.0
+    got = record.Steps(rec, DEPS, 100.0).quota_holds()
+    assert [(h.trainjob, h.gpus) for h in got] == [("a", 16.0)]
+    assert (got[0].reserved, got[0].running, got[0].succeeded, got[0].released) == (
+        pytest.approx(3.5),
+        pytest.approx(4.5),
+        pytest.approx(9.5),
+        pytest.approx(10.0),
+    )
+    del rec.first[("w", "finished")]
+    rec.deleted["w"] = 111.0
+    assert record.Steps(rec, DEPS, 100.0).quota_holds()[0].released == pytest.approx(11.0)
 
 
 def test_upstream_gpu_step_is_ready_at_its_workload_creation() -> None:
