@@ -250,12 +250,14 @@ def handoff(starts: list[StepStart]) -> dict[str, dict[str, float]]:
 
 
 # Where the GPU quota's time went, per GPU Workload (trainweave's step Workloads), from the times
-# the watches first saw (sub-second): ``reserved`` (QuotaReserved), ``running`` (the last of the
-# step's pods running), ``succeeded`` (the last of them Succeeded) and ``released`` (the Workload
-# Finished, or deleted). The quota's GPU-seconds over the makespan split into: held before the
-# step's pods all ran (ungating, binding, container start), held while they ran, held after they
-# succeeded (until Kueue finished the Workload and freed its quota), and not held at all.
-HOLD_STAGES = ("reserved", "running", "succeeded", "released")
+# the watches first saw (sub-second): ``reserved`` (QuotaReserved), ``created`` (the last of the
+# step's pods created), ``running`` (the last of them running), ``succeeded`` (the last of them
+# Succeeded) and ``released`` (the Workload Finished, or deleted). The quota's GPU-seconds over the
+# makespan split into: held before the step's pods existed (a Workload admitted before Argo
+# created its pods: kept position's early gate lift), held from then until they all ran
+# (ungating, binding, container start), held while they ran, held after they succeeded (until
+# Kueue finished the Workload and freed its quota), and not held at all.
+HOLD_STAGES = ("reserved", "created", "running", "succeeded", "released")
 
 
 @dataclass(frozen=True)
@@ -265,6 +267,7 @@ class QuotaHold:
     trainjob: str
     gpus: float
     reserved: float | None
+    created: float | None
     running: float | None
     succeeded: float | None
     released: float | None
@@ -275,19 +278,27 @@ def quota_account(
 ) -> dict[str, float]:
     """GPU-seconds of each hold part summed over the holds seen at every stage (``<part>_gpu_s``),
     the same as shares of quota x makespan (``<part>_share``; ``free_share`` is the rest), and
-    p50/p99 seconds of each part (``<part>_p50_s``, ``<part>_p99_s``). ``holds`` counts the holds
-    used, ``holds_incomplete`` those left out (a stage never seen)."""
+    p50/p99 seconds of each part (``<part>_p50_s``, ``<part>_p99_s``). Pods created before the
+    reservation (the usual case: they wait for quota) count as created at it. ``holds`` counts the
+    holds used, ``holds_incomplete`` those left out (a stage never seen)."""
     names = [f"{a}->{b}" for a, b in itertools.pairwise(HOLD_STAGES)]
     seconds: dict[str, list[float]] = {n: [] for n in names}
     gpu_s = dict.fromkeys(names, 0.0)
     used = 0
     for h in quota_holds:
-        times = [getattr(h, s) for s in HOLD_STAGES]
-        if h.gpus <= 0 or any(t is None for t in times):
+        if (
+            h.gpus <= 0
+            or h.reserved is None
+            or h.created is None
+            or h.running is None
+            or h.succeeded is None
+            or h.released is None
+        ):
             continue
         used += 1
+        times = [h.reserved, max(h.reserved, h.created), h.running, h.succeeded, h.released]
         for name, (a, b) in zip(names, itertools.pairwise(times), strict=True):
-            length = max(0.0, float(b or 0.0) - float(a or 0.0))
+            length = max(0.0, b - a)
             seconds[name].append(length)
             gpu_s[name] += h.gpus * length
     capacity = gpu_quota * makespan

@@ -309,8 +309,9 @@ class Steps:
         return out
 
     def quota_holds(self) -> list[QuotaHold]:
-        """Every step Workload holding GPUs (trainweave): reserved, its pods all running, all
-        Succeeded, and the Workload Finished (or deleted), as the watches first saw them."""
+        """Every step Workload holding GPUs (trainweave): reserved, its pods all created, all
+        running, all Succeeded, and the Workload Finished (or deleted), as the watches first saw
+        them."""
         out = []
         for uid, wl in self.rec.workloads.items():
             gpus = gpus_of(wl)
@@ -324,6 +325,7 @@ class Steps:
                     key[0],
                     gpus,
                     self.rel(self.rec.first.get((uid, "quota"))),
+                    self.rel(latest(self.rec, uids, "created")),
                     self.rel(latest(self.rec, uids, "running")),
                     self.rel(latest(self.rec, uids, "succeeded")),
                     self.rel(released),

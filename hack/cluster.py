@@ -324,6 +324,14 @@ def main() -> None:
         help="start it again with this environment variable too (kept for later restarts; "
         "not for kube-apiserver), e.g. workflow-controller --env INFORMER_WRITE_BACK=true",
     )
+    rs.add_argument(
+        "--arg",
+        action="append",
+        default=[],
+        metavar="--FLAG=VALUE",
+        help="start it again with this command-line flag (replacing the same flag; kept for "
+        "later restarts; not for kube-apiserver), e.g. workflow-controller --arg=--qps=50",
+    )
     kueue_config.add_parser(sub)
     rd = sub.add_parser("render", help="write nodes/Stages/flavors/Kueue config for kind-up")
     rd.add_argument("--out", required=True)

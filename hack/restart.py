@@ -1,5 +1,6 @@
-"""`hack/cluster.py restart NAME [--env K=V]`: crash one engine of the local control plane (SIGKILL)
-and start it again exactly as it ran (plus ``--env``, kept for later restarts), waited for
+"""`hack/cluster.py restart NAME [--env K=V] [--arg=--FLAG=V]`: crash one engine of the local control
+plane (SIGKILL) and start it again exactly as it ran (plus ``--env`` and ``--arg``, kept for later
+restarts), waited for
 healthy: the chaos tests' fault (docs/reliability.md) and the benchmarks' engine-setting A/B.
 
 Kueue, Argo's workflow-controller, Trainer and JobSet are started by common.start_process,
@@ -55,6 +56,22 @@ def _kill(name: str, pid: int, ports: list[int], group: bool) -> None:
     )
 
 
+def with_flags(argv: list[str], flags: dict[str, str]) -> list[str]:
+    """``argv`` with each ``--FLAG=VALUE`` of ``flags`` in place of the same flag's (``--FLAG=..``
+    or ``--FLAG ..``), else appended."""
+    out: list[str] = []
+    skip = False
+    for i, a in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if a.split("=", 1)[0] in flags:
+            skip = "=" not in a and i + 1 < len(argv) and not argv[i + 1].startswith("-")
+            continue
+        out.append(a)
+    return out + [f"{k}={v}" for k, v in flags.items()]
+
+
 def cmd_restart(args: argparse.Namespace) -> None:
     state = common.load_state()
     name: str = args.name
@@ -62,9 +79,12 @@ def cmd_restart(args: argparse.Namespace) -> None:
         common.die("the local control plane is down")
     ports = [port for key, port in state.get("ports", {}).items() if key.startswith(f"{name}/")]
     extra = dict(kv.split("=", 1) for kv in args.env)
+    flags = dict(flag.split("=", 1) for flag in args.arg)
+    if any(not f.startswith("--") for f in flags):
+        common.die(f"--arg takes --FLAG=VALUE, got {args.arg}")
     if name in KWOKCTL_STARTED:
-        if extra:
-            common.die(f"--env is for the engines trainweave starts, not {name}")
+        if extra or flags:
+            common.die(f"--env and --arg are for the engines trainweave starts, not {name}")
         _restart_kwokctl_component(name, state, ports)
         return
     if name not in state.get("pids", {}):
@@ -73,10 +93,11 @@ def cmd_restart(args: argparse.Namespace) -> None:
     _kill(name, pid, [6060] if name == "workflow-controller" else ports, group=True)
     launch = json.loads((common.STATE / "pids" / f"{name}.json").read_text())
     launch["env"] = {**launch["env"], **extra}
+    launch["argv"] = with_flags(launch["argv"], flags)
     # the benchmarks print these settings (an A/B of an engine setting names what it ran with)
     state["settings"] = {
         **state.get("settings", {}),
-        **{f"{name} {k}": v for k, v in extra.items()},
+        **{f"{name} {k}": v for k, v in {**extra, **flags}.items()},
     }
     url = health_url(name, state)
     for _ in range(3):  # a port may still be in the kernel's hands: start again if it exits

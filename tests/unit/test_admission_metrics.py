@@ -192,18 +192,22 @@ def test_ready_capacity_is_the_quota_ready_steps_could_fill() -> None:
 
 
 def test_quota_account_splits_each_hold_and_leaves_the_rest_free() -> None:
-    """Quota 32 for 20 s (640 GPU-s): a 16-GPU hold reserved at 0, running at 1, succeeded at
-    6, released at 7.5; an 8-GPU hold 2 / 2.5 / 5.5 / 6; one never released is left out."""
+    """Quota 32 for 20 s (640 GPU-s): a 16-GPU hold reserved at 0 before its pods were created
+    at 0.5, running at 1, succeeded at 6, released at 7.5; an 8-GPU hold whose pods waited (created
+    at 1, reserved at 2) running at 2.5, succeeded 5.5, released 6; one never released is left
+    out."""
     holds = [
-        QuotaHold("a", 16, 0.0, 1.0, 6.0, 7.5),
-        QuotaHold("b", 8, 2.0, 2.5, 5.5, 6.0),
-        QuotaHold("c", 8, 3.0, 4.0, None, None),
+        QuotaHold("a", 16, 0.0, 0.5, 1.0, 6.0, 7.5),
+        QuotaHold("b", 8, 2.0, 1.0, 2.5, 5.5, 6.0),
+        QuotaHold("c", 8, 3.0, 3.0, 4.0, None, None),
     ]
     got = quota_account(holds, 32, 20.0)
     assert (got["holds"], got["holds_incomplete"]) == (2.0, 1.0)
-    assert got["reserved->running_gpu_s"] == 16 * 1 + 8 * 0.5
+    assert got["reserved->created_gpu_s"] == 16 * 0.5
+    assert got["created->running_gpu_s"] == 16 * 0.5 + 8 * 0.5
     assert got["running->succeeded_gpu_s"] == 16 * 5 + 8 * 3
     assert got["succeeded->released_gpu_s"] == 16 * 1.5 + 8 * 0.5
     assert got["running->succeeded_share"] == round(104 / 640, 3)
-    assert got["free_share"] == round(1 - (20 + 104 + 28) / 640, 3)
+    assert got["free_share"] == round(1 - (8 + 12 + 104 + 28) / 640, 3)
+    assert (got["reserved->created_p50_s"], got["reserved->created_p99_s"]) == (0.0, 0.5)
     assert (got["succeeded->released_p50_s"], got["succeeded->released_p99_s"]) == (0.5, 1.5)

@@ -168,9 +168,12 @@ def test_a_quota_hold_runs_from_quota_reserved_to_finished() -> None:
     rec.first[("w", "finished")] = 110.0
     got = record.Steps(rec, DEPS, 100.0).quota_holds()
     assert [(h.trainjob, h.gpus) for h in got] == [("a", 16.0)]
-    assert (got[0].reserved, got[0].running, got[0].succeeded, got[0].released) == (
+    assert (got[0].reserved, got[0].created, got[0].running) == (
         pytest.approx(3.5),
+        pytest.approx(3.1),
         pytest.approx(4.5),
+    )
+    assert (got[0].succeeded, got[0].released) == (
         pytest.approx(9.5),
         pytest.approx(10.0),
     )

@@ -20,6 +20,7 @@ common = load("common")
 engine_config = load("engine_config")
 kueue_config_cmd = load("kueue_config")
 node_config = load("node_config")
+restart = load("restart")
 
 
 def test_read_env(tmp_path: Path) -> None:
@@ -185,3 +186,17 @@ def test_command_lines_parse(script: str, argv: list[str]) -> None:
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("usage:")
+
+
+@pytest.mark.parametrize(
+    ("argv", "want"),
+    [
+        (["wc", "--qps=20", "--loglevel=info"], ["wc", "--loglevel=info", "--qps=50"]),
+        (["wc", "--qps", "20", "-v"], ["wc", "-v", "--qps=50"]),
+        (["wc", "--loglevel=info"], ["wc", "--loglevel=info", "--qps=50"]),
+    ],
+    ids=["replaced", "replaced-with-its-value", "appended"],
+)
+def test_restart_with_a_flag_replaces_the_same_flag(argv: list[str], want: list[str]) -> None:
+    """`hack/cluster.py restart NAME --arg=--qps=50`: the engine's command line it starts again."""
+    assert restart.with_flags(argv, {"--qps": "50"}) == want
