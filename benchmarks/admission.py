@@ -24,9 +24,10 @@ cluster writes them, and when each state was first seen; what is submitted comes
 benchmarks/admission_trace.py, the figures from benchmarks/admission_metrics.py. Prints
 machine, versions and engine settings, a JSON line of figures per run and, for trainweave runs,
 `{"handoff": ...}` (p50/p99 of each part of a step hand-off) and `{"quota": ...}` (where the GPU
-quota's seconds went: held before a step's pods ran, while they ran, after they succeeded, free),
-writes
-docs/admission-<trace>.png (the GPU timelines side by side) and the last lines, one per trace:
+quota's seconds went: held before a step's pods existed, until they ran, while they ran, after
+they succeeded; free while a ready step would have fit, while none fit, while none was ready),
+writes docs/admission-<trace>.png (the GPU timelines side by side) and the last lines, one per
+trace:
 `bench-admission: trace=NAME makespan-ratio=R held-idle-gpu-s trainweave=X upstream=Y
 inversions trainweave=I upstream=J jct-p99-ratio=Q` (trainweave: with kept position where it
 ran; the run without it follows as nokept-* fields).
@@ -60,6 +61,7 @@ from admission_metrics import (
     Span,
     StepStart,
     TrainJobTimes,
+    free_account,
     handoff,
     quota_account,
     summary,
@@ -334,8 +336,11 @@ def main() -> int:
             if runs[-1].starts:
                 print(json.dumps({"trace": name, "setup": setup,
                                   "handoff": handoff(runs[-1].starts)}), flush=True)  # fmt: skip
-                quota = quota_account(runs[-1].quota_holds, GPU_QUOTA,
-                                      runs[-1].figures["makespan_s"])  # fmt: skip
+                r = runs[-1]
+                quota = quota_account(r.quota_holds, GPU_QUOTA, r.figures["makespan_s"])
+                begin = min((j.created for j in r.jobs), default=0.0)
+                quota |= free_account(r.gpu_steps, r.holds, GPU_QUOTA, begin,
+                                      begin + r.figures["makespan_s"])  # fmt: skip
                 print(json.dumps({"trace": name, "setup": setup, "quota": quota}), flush=True)
         if "upstream" not in setups:
             continue

@@ -311,3 +311,37 @@ def quota_account(
     held = sum(gpu_s.values())
     out["free_share"] = round(1.0 - held / capacity, 3) if capacity else 0.0
     return out
+
+
+def free_account(
+    steps: Sequence[GpuStep], holds: list[Hold], gpu_quota: float, start: float, end: float
+) -> dict[str, float]:
+    """The quota's GPU-seconds not held from ``start`` to ``end``, split by what was waiting:
+    ``free_fit_gpu_s`` while a ready GPU step not yet admitted would have fit in the free GPUs
+    (what hand-off latency and the scheduler lose), ``free_fragmented_gpu_s`` while steps waited
+    but none fit (a 16-GPU trainer behind 8 free GPUs: any scheduler's loss without smaller
+    work), ``free_idle_gpu_s`` while no GPU step was ready (the trace's ramp, tail and gaps).
+    A step waits from ``ready`` to ``admitted`` with its Workload's GPUs."""
+    gpus = {h.workload: h.gpus for h in holds}
+    waiting = [
+        (x.ready, math.inf if x.admitted is None else x.admitted, gpus[x.workload])
+        for x in steps
+        if gpus.get(x.workload, 0.0) > 0
+    ]
+    cuts = sorted(
+        {start, end}
+        | {t for h in holds for t in (h.start, h.end) if start < t < end}
+        | {t for r, a, _ in waiting for t in (r, a) if start < t < end}
+    )
+    out = {"free_fit_gpu_s": 0.0, "free_fragmented_gpu_s": 0.0, "free_idle_gpu_s": 0.0}
+    for a, b in itertools.pairwise(cuts):
+        mid = (a + b) / 2
+        free = gpu_quota - sum(h.gpus for h in holds if h.start <= mid < h.end)
+        if free <= 0:
+            continue
+        wanted = [g for r, adm, g in waiting if r <= mid < adm]
+        key = "free_idle_gpu_s"
+        if wanted:
+            key = "free_fit_gpu_s" if min(wanted) <= free else "free_fragmented_gpu_s"
+        out[key] += free * (b - a)
+    return {k: round(v, 1) for k, v in out.items()}

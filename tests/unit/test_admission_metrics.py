@@ -11,6 +11,7 @@ from benchmarks.admission_metrics import (
     Span,
     StepStart,
     TrainJobTimes,
+    free_account,
     handoff,
     held_idle,
     inversions,
@@ -211,3 +212,23 @@ def test_quota_account_splits_each_hold_and_leaves_the_rest_free() -> None:
     assert got["free_share"] == round(1 - (8 + 12 + 104 + 28) / 640, 3)
     assert (got["reserved->created_p50_s"], got["reserved->created_p99_s"]) == (0.0, 0.5)
     assert (got["succeeded->released_p50_s"], got["succeeded->released_p99_s"]) == (0.5, 1.5)
+
+
+def test_free_quota_is_split_by_what_waited() -> None:
+    """Quota 32 over 0-10 s. A 16-GPU hold 0-10 and an 8-GPU one 2-6; a 16-GPU step waits 3-8
+    (admitted at 8, holding 8-10), an 8-GPU one waits 7-9 (never admitted: its Workload's hold
+    is 9-9.5, from another watch). Free: 0-2 16 GPUs, nothing ready; 2-3 8, nothing ready; 3-6 8,
+    only the 16 waits: fragmented; 6-7 16 and the 16 fits; 7-8 the same; then none free."""
+    holds = [
+        Hold("a", "wa", 16, 0, 0, 10),
+        Hold("b", "wb", 8, 0, 2, 6),
+        Hold("c", "wc", 16, 0, 8, 10),
+        Hold("d", "wd", 8, 0, 9, 9.5),
+    ]
+    steps = [GpuStep("c", 0, 0, 3, 8, "wc"), GpuStep("d", 0, 0, 7, None, "wd")]
+    got = free_account(steps, holds, 32, 0, 10)
+    assert got == {
+        "free_fit_gpu_s": 16 * 2,
+        "free_fragmented_gpu_s": 8 * 3,
+        "free_idle_gpu_s": 16 * 2 + 8 * 1,
+    }
