@@ -1,21 +1,19 @@
 """Kept queue position in a reconcile: lift a kept Workload's gate, or give its position up. Pure.
 
-A kept Workload (``adapters.kueue.kept``) is created gated with the attempt segment. Kueue drops
-the gate itself when the step's first pod arrives (``jobframework.UpdateAdmissionGatedBy`` copies
-the pod's absent annotation), and queues it as of its creation time. For each one of the current
-segment still gated by ``trainweave.io/predecessors``:
+A kept Workload (``adapters.kueue.kept``) is created gated with the attempt segment. For each
+one of the current segment that is still gated by ``trainweave.io/predecessors`` and has no
+pods yet:
 
-- its step's pods exist and every step in its ``trainweave.io/kept-after`` succeeded, yet the
-  gate is still there: the controller lifts it (a merge patch of
-  ``kueue.x-k8s.io/admission-gated-by`` keeping any other gate; Kueue v0.19.2 accepts a removal
-  and refuses an addition, ``pkg/util/webhook/validation_admissiongatedby.go``). Never before the
-  pods exist: a Workload admitted then holds its quota idle until Argo creates them (measured on
-  the sustained trace, docs/benchmarks.md);
-- no pods yet and older than ``trainweave.io/kept-for-seconds``: deleted (UID precondition)
-  instead, so the step queues as of its pods, as without kept position; otherwise the reconcile
-  is requeued at that age, so the position is given up while the gate still holds it.
+- every step in its ``trainweave.io/kept-after`` succeeded: the gate is lifted (a merge patch
+  of ``kueue.x-k8s.io/admission-gated-by`` keeping any other gate; Kueue v0.19.2 accepts a
+  removal and refuses an addition, ``pkg/util/webhook/validation_admissiongatedby.go``), so
+  Kueue queues it as of its creation time while Argo creates the pods;
+- older than ``trainweave.io/kept-for-seconds``: deleted (UID precondition) instead, so the
+  step queues as of its pods, as without kept position; otherwise the reconcile is requeued at
+  that age, so the position is given up while the gate still holds it.
 
-A suspended TrainJob's are deleted (resumed, its steps queue as of their pods). A held Workload is
+A suspended TrainJob's are deleted (resumed, its steps queue as of their pods). A Workload whose
+pods exist is Kueue's (it drops the gate itself when the first pod arrives). A held Workload is
 in no queue, so it has no quota record (``reconcile.quota_records``): no waiting Event or gauge.
 The kept Workloads of a Workflow that is stopped, failed or done are deleted by
 ``reconcile.releases`` like every step Workload of it, so nothing is admitted for a step that
@@ -79,18 +77,11 @@ def actions(obs: Observed, now: datetime) -> KeptActions:
     for wl in obs.workloads:
         meta = Meta.of(wl)
         group = latest.groups.get(meta.name)
-        if group is None or meta.deletion_timestamp or not held(wl):
+        if group is None or meta.deletion_timestamp or meta.name in with_pods:
+            continue
+        if not held(wl):
             continue
         ns = meta.namespace
-        if meta.name in with_pods:
-            after = [s for s in meta.annotation(labels.KEPT_AFTER_ANNOTATION).split(",") if s]
-            if all(step in done for step in after):
-                rest = [g for g in gates(wl) if g != labels.KEPT_GATE]
-                value = ",".join(rest) if rest else None
-                patch = {"metadata": {"annotations": {labels.KUEUE_ADMISSION_GATED_BY: value}}}
-                out.requests.append(api.merge_patch(api.WORKLOAD, ns, meta.name, patch))
-                out.lifted.append(group.step)
-            continue
         created = parse_time(meta.creation_timestamp)
         cap = _cap(wl)
         age = (now - created).total_seconds() if created is not None else 0.0
@@ -100,6 +91,14 @@ def actions(obs: Observed, now: datetime) -> KeptActions:
         if cap is not None and age >= cap:
             out.requests.append(api.delete(api.WORKLOAD, ns, meta.name, meta.uid))
             out.expired.append(group.step)
+            continue
+        after = [s for s in meta.annotation(labels.KEPT_AFTER_ANNOTATION).split(",") if s]
+        if all(step in done for step in after):
+            rest = [g for g in gates(wl) if g != labels.KEPT_GATE]
+            value = ",".join(rest) if rest else None
+            patch = {"metadata": {"annotations": {labels.KUEUE_ADMISSION_GATED_BY: value}}}
+            out.requests.append(api.merge_patch(api.WORKLOAD, ns, meta.name, patch))
+            out.lifted.append(group.step)
         elif cap is not None:
             left = cap - age + 0.05
             out.requeue_after = left if out.requeue_after is None else min(out.requeue_after, left)
@@ -109,10 +108,7 @@ def actions(obs: Observed, now: datetime) -> KeptActions:
 def messages(todo: KeptActions) -> list[tuple[EventReason, str]]:
     """The Events of ``todo``: one per step whose gate was lifted or position given up."""
     out = [
-        (
-            EventReason.STEP_UNGATED,
-            f"step {step}: predecessors succeeded and pods created, admission gate lifted",
-        )
+        (EventReason.STEP_UNGATED, f"step {step}: predecessors succeeded, admission gate lifted")
         for step in todo.lifted
     ]
     out += [

@@ -104,19 +104,14 @@ RUNNING_INIT = StepState("Running", [])
 LIFT = {"metadata": {"annotations": {L.KUEUE_ADMISSION_GATED_BY: None}}}
 
 
-TRAINER_POD = pod("ft", "trainer", "node-0-0", "Pending", gated=True)
-
-
 @pytest.mark.parametrize(
-    ("init", "annotations", "pods", "want"),
+    ("init", "annotations", "want"),
     [
-        (RUNNING_INIT, {}, (), []),
-        (INIT_OK, {}, (), []),  # Argo has not created the pods: admitted now, quota held idle
-        (INIT_OK, {}, (TRAINER_POD,), [("PATCH", LIFT)]),
+        (RUNNING_INIT, {}, []),
+        (INIT_OK, {}, [("PATCH", LIFT)]),
         (
             INIT_OK,
             {L.KUEUE_ADMISSION_GATED_BY: f"example.com/other,{L.KEPT_GATE}"},
-            (TRAINER_POD,),
             [
                 (
                     "PATCH",
@@ -128,24 +123,14 @@ TRAINER_POD = pod("ft", "trainer", "node-0-0", "Pending", gated=True)
                 )
             ],
         ),
-        (INIT_OK, {L.KUEUE_ADMISSION_GATED_BY: "example.com/other"}, (TRAINER_POD,), []),
-        (RUNNING_INIT, {L.KEPT_FOR_ANNOTATION: "300"}, (), [("DELETE", None)]),  # 5 min: expired
-        (INIT_OK, {L.KEPT_FOR_ANNOTATION: "300"}, (), [("DELETE", None)]),  # never lift an old one
+        (INIT_OK, {L.KUEUE_ADMISSION_GATED_BY: "example.com/other"}, []),  # not ours
+        (RUNNING_INIT, {L.KEPT_FOR_ANNOTATION: "300"}, [("DELETE", None)]),  # 5 min: expired
+        (INIT_OK, {L.KEPT_FOR_ANNOTATION: "300"}, [("DELETE", None)]),  # never lift an old one
     ],
-    ids=[
-        "waiting",
-        "ready-without-pods",
-        "lift",
-        "other-gate-kept",
-        "foreign-gate",
-        "expired",
-        "expired-not-lifted",
-    ],
+    ids=["waiting", "lift", "other-gate-kept", "foreign-gate", "expired", "expired-not-lifted"],
 )
-def test_kept_actions(
-    init: StepState, annotations: dict[str, str], pods: tuple[Json, ...], want: list[Any]
-) -> None:
-    todo = kept.actions(_observed(init, _kept_wl(annotations), *pods), NOW)
+def test_kept_actions(init: StepState, annotations: dict[str, str], want: list[Any]) -> None:
+    todo = kept.actions(_observed(init, _kept_wl(annotations)), NOW)
     got = [(r.method, r.body if r.method == "PATCH" else None) for r in todo.requests]
     assert got == want
     for req in todo.requests:
@@ -161,23 +146,21 @@ def test_waiting_kept_workload_requeues_at_its_cap() -> None:
 
 
 def test_lift_is_one_patch_and_one_event_then_nothing() -> None:
-    obs = _observed(INIT_OK, _kept_wl(), TRAINER_POD)
+    obs = _observed(INIT_OK, _kept_wl())
     plan = reconcile.actions(obs, NOW)
     lifts = [r for r in plan.requests if r.body == LIFT]
     assert len(lifts) == 1
     events = [r.body for r in plan.after_start if r.body and r.body.get("kind") == "Event"]
     assert any(e["reason"] == L.EventReason.STEP_UNGATED for e in events)
     lifted = _kept_wl({L.KUEUE_ADMISSION_GATED_BY: ""})
-    again = reconcile.actions(_observed(INIT_OK, lifted, TRAINER_POD), NOW)
+    again = reconcile.actions(_observed(INIT_OK, lifted), NOW)
     assert not [r for r in again.requests if r.path.endswith("ft-trainer-a0")]
 
 
-def test_a_ready_step_without_pods_waits_for_them_until_its_cap() -> None:
-    """Kueue drops the gate when Argo creates the pods; until then the position is kept (and
-    given up at the cap), never lifted into an admission that holds quota with no pod to run."""
-    plan = reconcile.actions(_observed(INIT_OK, _kept_wl()), NOW)
-    assert not [r for r in plan.requests if r.path.endswith("ft-trainer-a0")]
-    assert plan.requeue_after == pytest.approx(600 - 300 + 0.05)
+def test_a_group_with_pods_is_kueues() -> None:
+    trainer_pod = pod("ft", "trainer", "node-0-0", "Pending", gated=True)
+    todo = kept.actions(_observed(INIT_OK, _kept_wl(), trainer_pod), NOW)
+    assert todo.requests == []
 
 
 @pytest.mark.parametrize(
