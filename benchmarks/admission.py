@@ -26,7 +26,9 @@ machine, versions and engine settings, a JSON line of figures per run and, for t
 `{"handoff": ...}` (p50/p99 of each part of a step hand-off) and `{"quota": ...}` (where the GPU
 quota's seconds went: held before a step's pods existed, until they ran, while they ran, after
 they succeeded; free while a ready step would have fit, while none fit, while none was ready),
-writes docs/admission-<trace>.png (the GPU timelines side by side) and the last lines, one per
+`{"api_writes_per_trainjob_top": ...}` (the API server's writes by resource and verb),
+`{"cpu_s": ...}` (CPU seconds of each engine process, the trainweave controller and the
+benchmark's own watches over the run), writes docs/admission-<trace>.png (the GPU timelines side by side) and the last lines, one per
 trace:
 `bench-admission: trace=NAME makespan-ratio=R held-idle-gpu-s trainweave=X upstream=Y
 inversions trainweave=I upstream=J jct-p99-ratio=Q` (trainweave: with kept position where it
@@ -83,17 +85,60 @@ ROOT = Path(__file__).resolve().parents[1]
 TRAINER = ("trainer.kubeflow.org", "v1alpha1")
 
 
-def apiserver_writes(kubectl: list[str]) -> float:
-    """kube-apiserver's own count of mutating requests (all clients)."""
+def apiserver_writes(kubectl: list[str]) -> dict[str, float]:
+    """kube-apiserver's own count of mutating requests (all clients), by ``resource/subresource
+    VERB``."""
     text = subprocess.run([*kubectl, "get", "--raw", "/metrics"], capture_output=True,
                           text=True, check=True).stdout  # fmt: skip
-    total = 0.0
+    out: dict[str, float] = {}
     for line in text.splitlines():
-        if line.startswith("apiserver_request_total{") and re.search(
-            r'verb="(POST|PUT|PATCH|DELETE|APPLY)"', line
-        ):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
+        verb = re.search(r'verb="(POST|PUT|PATCH|DELETE|APPLY)"', line)
+        if line.startswith("apiserver_request_total{") and verb:
+            resource = re.search(r'resource="([^"]*)"', line)
+            sub = re.search(r'subresource="([^"]+)"', line)
+            key = (resource.group(1) if resource else "") + (f"/{sub.group(1)}" if sub else "")
+            key = f"{key} {verb.group(1)}"
+            out[key] = out.get(key, 0.0) + float(line.rsplit(" ", 1)[1])
+    return out
+
+
+# the engines' processes by their /proc comm (15 characters at most)
+ENGINE_COMMS = {
+    "kube-apiserver": "kube-apiserver",
+    "etcd": "etcd",
+    "kueue": "kueue",
+    "workflow-contro": "argo workflow-controller",
+    "kwok-controller": "kwok",
+    "kube-controller": "kube-controller-manager",
+    "kube-scheduler": "kube-scheduler",
+    "argo": "argo server",
+}
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (0 if it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def engines_cpu() -> dict[str, float]:
+    """CPU seconds so far of each engine process of this machine, by ENGINE_COMMS."""
+    out: dict[str, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/comm"):
+        with contextlib.suppress(OSError):
+            name = ENGINE_COMMS.get(stat.read_text().strip())
+            if name:
+                out[name] = out.get(name, 0.0) + cpu_seconds(int(stat.parent.name))
+    return out
+
+
+def own_cpu() -> float:
+    """This process's CPU seconds (the benchmark's watches and decoding)."""
+    t = os.times()
+    return t.user + t.system
 
 
 @dataclass
@@ -106,6 +151,8 @@ class Run:
     spans: list[Span] = field(default_factory=list)
     starts: list[StepStart] = field(default_factory=list)
     gpu_steps: list[GpuStep] = field(default_factory=list)
+    cpu: dict[str, float] = field(default_factory=dict)
+    writes: dict[str, float] = field(default_factory=dict)
     quota_holds: list[QuotaHold] = field(default_factory=list)
     figures: dict[str, float] = field(default_factory=dict)
 
@@ -173,6 +220,7 @@ class Cluster:
         rec = Recorder(self.api, ns)
         rec.start()
         writes0 = apiserver_writes(self.kubectl)
+        cpu0, own0 = engines_cpu(), own_cpu()
         t0 = time.time()
         submitted: dict[str, float] = {}  # sub-second, for the order of creation
         for job in jobs:  # a trace's arrivals: pacing, not synchronisation
@@ -193,7 +241,16 @@ class Cluster:
                         )
             rec.stop.wait(2.0)
         end = time.time()
-        writes = apiserver_writes(self.kubectl) - writes0
+        by_kind = {
+            k: v - writes0.get(k, 0.0)
+            for k, v in apiserver_writes(self.kubectl).items()
+            if v > writes0.get(k, 0.0)
+        }
+        writes = sum(by_kind.values())
+        cpu = {k: v - cpu0.get(k, 0.0) for k, v in engines_cpu().items()}
+        cpu["benchmark (watches)"] = own_cpu() - own0
+        if ctl is not None:
+            cpu["trainweave controller"] = cpu_seconds(ctl.pid)
         rec.stop.set()
         if ctl is not None:
             ctl.terminate()
@@ -206,10 +263,13 @@ class Cluster:
         run = Run(setup, sorted(done.values(), key=lambda j: j.name), holds(rec, t0, end),
                   spans(rec, t0, end), [] if upstream else steps.starts())  # fmt: skip
         run.gpu_steps = steps.gpu_steps(upstream, submitted)
+        run.cpu = {k: round(v, 1) for k, v in sorted(cpu.items(), key=lambda kv: -kv[1])}
         run.quota_holds = [] if upstream else steps.quota_holds()
         run.figures = summary(run.jobs, run.holds, run.spans, GPU_QUOTA, run.gpu_steps)
         run.figures["api_writes"] = writes
         run.figures["api_writes_per_trainjob"] = writes / len(jobs)
+        top = sorted(by_kind.items(), key=lambda kv: -kv[1])[:12]
+        run.writes = {k: round(v / len(jobs), 2) for k, v in top}
         with contextlib.suppress(client.ApiException):
             self.core.delete_namespace(ns)
         for q in made:
@@ -342,6 +402,10 @@ def main() -> int:
                 quota |= free_account(r.gpu_steps, r.holds, GPU_QUOTA, begin,
                                       begin + r.figures["makespan_s"])  # fmt: skip
                 print(json.dumps({"trace": name, "setup": setup, "quota": quota}), flush=True)
+            print(json.dumps({"trace": name, "setup": setup,
+                              "api_writes_per_trainjob_top": runs[-1].writes}), flush=True)  # fmt: skip
+            print(json.dumps({"trace": name, "setup": setup, "cpu_s": runs[-1].cpu,
+                              "wall_s": round(runs[-1].figures["makespan_s"], 1)}), flush=True)  # fmt: skip
         if "upstream" not in setups:
             continue
         up = runs[0]

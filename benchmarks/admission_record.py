@@ -36,23 +36,31 @@ class Recorder:
         self.stop = threading.Event()
         self.api = api
 
-    def _stream(self, w: Any, kind: str) -> Any:
+    def _stream(self, w: Any, kind: str, **kwargs: Any) -> Any:
         if kind == "pods":
-            return w.stream(self.core.list_namespaced_pod, self.ns, timeout_seconds=30)
+            return w.stream(self.core.list_namespaced_pod, self.ns, **kwargs)
         group = KUEUE if kind == "workloads" else ARGO
         return w.stream(self.custom.list_namespaced_custom_object, *group, self.ns, kind,
-                        timeout_seconds=30)  # fmt: skip
+                        **kwargs)  # fmt: skip
 
     def _loop(self, kind: str) -> None:
+        """Watch ``kind`` until stopped: each watch ends after 30 s and the next resumes from
+        the last resourceVersion seen (a watch started without one replays every object of the
+        namespace, which at 200 pipelines is the API server's and this process's largest load);
+        after an error, from a fresh list. Events are plain JSON (no client model objects)."""
         store = {"pods": self.pods, "workloads": self.workloads, "workflows": self.workflows}[kind]
+        rv: str | None = None
         while not self.stop.is_set():
             w = watch.Watch()  # type: ignore[no-untyped-call]
+            since = {"resource_version": rv} if rv else {}
             try:
-                for ev in self._stream(w, kind):
+                for ev in self._stream(w, kind, timeout_seconds=30, deserialize=False,
+                                       allow_watch_bookmarks=True, **since):  # fmt: skip
                     now = time.time()
                     obj = ev["object"]
-                    if kind == "pods":
-                        obj = self.api.sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
+                    rv = obj["metadata"].get("resourceVersion") or rv
+                    if ev["type"] == "BOOKMARK":
+                        continue
                     uid = obj["metadata"]["uid"]
                     store[uid] = obj
                     for key, state in seen_states(kind, obj):
@@ -64,8 +72,9 @@ class Recorder:
                         break
             except (client.ApiException, urllib3.exceptions.HTTPError):
                 # a busy API server answers a watch with 504 "Too large resource version" (its
-                # watch cache behind) or drops it: watch again, from a fresh list (first-seen
-                # times are kept, so a state seen late is stamped late, never lost)
+                # watch cache behind), 410 Gone, or drops it: watch again from a fresh list
+                # (first-seen times are kept, so a state seen late is stamped late, never lost)
+                rv = None
                 self.stop.wait(1.0)
 
     def start(self) -> None:
