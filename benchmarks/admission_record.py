@@ -70,10 +70,12 @@ class Recorder:
                     if self.stop.is_set():
                         w.stop()  # type: ignore[no-untyped-call]
                         break
-            except (client.ApiException, urllib3.exceptions.HTTPError):
+            except (client.ApiException, urllib3.exceptions.HTTPError, KeyError):
                 # a busy API server answers a watch with 504 "Too large resource version" (its
-                # watch cache behind), 410 Gone, or drops it: watch again from a fresh list
-                # (first-seen times are kept, so a state seen late is stamped late, never lost)
+                # watch cache behind), 410 Gone (an ERROR event, which the client's
+                # deserialize=False path raises as KeyError 'raw_object'), or drops it: watch
+                # again from a fresh list (first-seen times are kept, so a state seen late is
+                # stamped late, never lost)
                 rv = None
                 self.stop.wait(1.0)
 
