@@ -21,7 +21,8 @@ setup, trainweave-kept: the controller with --kept-position.
 
 Watches (benchmarks/admission_record.py) record every Workload, pod and Workflow as the
 cluster writes them, and when each state was first seen; what is submitted comes from
-benchmarks/admission_trace.py, the figures from benchmarks/admission_metrics.py. Prints
+benchmarks/admission_trace.py, the figures from benchmarks/admission_metrics.py, the host's
+API write counter and CPU seconds from benchmarks/admission_host.py. Prints
 machine, versions and engine settings, a JSON line of figures per run and, for trainweave runs,
 `{"handoff": ...}` (p50/p99 of each part of a step hand-off) and `{"quota": ...}` (where the GPU
 quota's seconds went: held before a step's pods existed, until they ran, while they ran, after
@@ -43,7 +44,6 @@ import importlib
 import json
 import os
 import platform
-import re
 import socket
 import subprocess
 import sys
@@ -56,6 +56,7 @@ from typing import Any
 from kubernetes import client, config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from admission_host import apiserver_writes, cpu_seconds, engines_cpu, own_cpu
 from admission_metrics import (
     GpuStep,
     Hold,
@@ -83,62 +84,6 @@ from admission_trace import (
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAINER = ("trainer.kubeflow.org", "v1alpha1")
-
-
-def apiserver_writes(kubectl: list[str]) -> dict[str, float]:
-    """kube-apiserver's own count of mutating requests (all clients), by ``resource/subresource
-    VERB``."""
-    text = subprocess.run([*kubectl, "get", "--raw", "/metrics"], capture_output=True,
-                          text=True, check=True).stdout  # fmt: skip
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        verb = re.search(r'verb="(POST|PUT|PATCH|DELETE|APPLY)"', line)
-        if line.startswith("apiserver_request_total{") and verb:
-            resource = re.search(r'resource="([^"]*)"', line)
-            sub = re.search(r'subresource="([^"]+)"', line)
-            key = (resource.group(1) if resource else "") + (f"/{sub.group(1)}" if sub else "")
-            key = f"{key} {verb.group(1)}"
-            out[key] = out.get(key, 0.0) + float(line.rsplit(" ", 1)[1])
-    return out
-
-
-# the engines' processes by their /proc comm (15 characters at most)
-ENGINE_COMMS = {
-    "kube-apiserver": "kube-apiserver",
-    "etcd": "etcd",
-    "kueue": "kueue",
-    "workflow-contro": "argo workflow-controller",
-    "kwok-controller": "kwok",
-    "kube-controller": "kube-controller-manager",
-    "kube-scheduler": "kube-scheduler",
-    "argo": "argo server",
-}
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (0 if it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def engines_cpu() -> dict[str, float]:
-    """CPU seconds so far of each engine process of this machine, by ENGINE_COMMS."""
-    out: dict[str, float] = {}
-    for stat in Path("/proc").glob("[0-9]*/comm"):
-        with contextlib.suppress(OSError):
-            name = ENGINE_COMMS.get(stat.read_text().strip())
-            if name:
-                out[name] = out.get(name, 0.0) + cpu_seconds(int(stat.parent.name))
-    return out
-
-
-def own_cpu() -> float:
-    """This process's CPU seconds (the benchmark's watches and decoding)."""
-    t = os.times()
-    return t.user + t.system
 
 
 @dataclass
