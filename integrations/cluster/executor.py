@@ -85,6 +85,17 @@ def _snapshot(text: str, source: str) -> Json:
     return snap
 
 
+def _is_snapshot(obj: Json, trainjob: str) -> bool:
+    return obj.get("kind") == "ConfigMap" and obj["metadata"].get("name") == names.snapshot_name(
+        trainjob
+    )
+
+
+def _not_controlled(kind: api.Kind, name: str) -> api.ApiError:
+    message = f"{kind.kind} {name} exists and is not controlled by this TrainJob"
+    return api.ApiError(409, "AlreadyExists", {"message": message})
+
+
 class Executor:
     """Sends the actions' requests through ``send``; builds children with ``renderer``."""
 
@@ -138,9 +149,15 @@ class Executor:
             kept_position=self.kept_cap_seconds is not None and not st.suspend,
             kept_cap_seconds=self.kept_cap_seconds or 0,
         )
+        # A first start (attempt 0, segment 0) normally finds no snapshot: it creates its own
+        # before anything else instead of reading first (one GET fewer per TrainJob), and only
+        # on a 409 (a controller restarted mid-start) reads the one there and renders from it.
+        first = st.attempt == 0 and st.segment == 0
         try:
-            runtime = self._runtime(trainjob)
+            runtime = self._runtime(trainjob, first)
             objs = self.renderer(trainjob, runtime, options)
+            if first:
+                objs = self._snapshot_first(trainjob, objs, options)
         except InputErrors as errs:
             self._fail(trainjob, errs.reason, str(errs.errors[0]))
             return
@@ -148,21 +165,43 @@ class Executor:
         for obj in sorted(objs, key=lambda o: o.get("kind") == "Workflow"):
             if kept.is_kept(obj) and obj["spec"].get("queueName") in opted_out:
                 continue
+            if first and _is_snapshot(obj, meta["name"]):
+                continue  # created or adopted above
             self._create_or_adopt(obj, str(meta["uid"]))
 
-    def _runtime(self, trainjob: Json) -> Json:
+    def _snapshot_first(
+        self, trainjob: Json, objs: list[Json], options: render.Options
+    ) -> list[Json]:
+        """Create the rendered snapshot ConfigMap; on a 409, the existing one (controlled by
+        this TrainJob, else the usual not-controlled error) wins: ``objs`` rendered from it
+        when its runtime differs from the one just read."""
+        meta = trainjob["metadata"]
+        ours = next((o for o in objs if _is_snapshot(o, meta["name"])), None)
+        if ours is None:
+            return objs
+        try:
+            self.send(api.create(api.CONFIGMAP, meta["namespace"], ours))
+            return objs
+        except api.ApiError as err:
+            if not err.conflict:
+                raise
+        existing = self.send(api.get(api.CONFIGMAP, meta["namespace"], ours["metadata"]["name"]))
+        if not Meta.of(existing).controlled_by(str(meta["uid"])):
+            raise _not_controlled(api.CONFIGMAP, ours["metadata"]["name"])
+        text = obj_at(existing, "data").get(labels.RUNTIME_SNAPSHOT_KEY)
+        if not text or text == ours["data"].get(labels.RUNTIME_SNAPSHOT_KEY):
+            return objs
+        name = ours["metadata"]["name"]
+        return self.renderer(trainjob, _snapshot(str(text), f"ConfigMap {name}"), options)
+
+    def _runtime(self, trainjob: Json, first: bool) -> Json:
+        """The runtime document: the snapshot ConfigMap's when this TrainJob has one, else the
+        referenced runtime. A first start reads the runtime alone, and the snapshot only when
+        the runtime is gone (a start cut short by a restart, the runtime deleted since)."""
+        if not first and (snap := self._read_snapshot(trainjob)) is not None:
+            return snap
         meta = trainjob["metadata"]
         ns = str(meta["namespace"])
-        snapshot = names.snapshot_name(meta["name"])
-        try:
-            cm = self.send(api.get(api.CONFIGMAP, ns, snapshot))
-            owners = Meta.of(cm).owner_uids
-            text = obj_at(cm, "data").get(labels.RUNTIME_SNAPSHOT_KEY)
-            if text and meta["uid"] in owners:
-                return _snapshot(str(text), f"ConfigMap {snapshot}")
-        except api.ApiError as err:
-            if not err.not_found:
-                raise
         ref = TrainJobBody.of(trainjob).runtime_ref
         kind = str(ref.get("kind") or "ClusterTrainingRuntime")
         name = str(ref.get("name") or "")
@@ -173,6 +212,8 @@ class Executor:
         except api.ApiError as err:
             if not err.not_found:
                 raise
+        if first and (snap := self._read_snapshot(trainjob)) is not None:
+            return snap
         where = f" in namespace {ns}" if rkind.namespaced else ""
         raise InputErrors(
             [
@@ -183,6 +224,21 @@ class Executor:
                 )
             ]
         )
+
+    def _read_snapshot(self, trainjob: Json) -> Json | None:
+        """The runtime in this TrainJob's snapshot ConfigMap; None when there is none of its."""
+        meta = trainjob["metadata"]
+        snapshot = names.snapshot_name(meta["name"])
+        try:
+            cm = self.send(api.get(api.CONFIGMAP, str(meta["namespace"]), snapshot))
+        except api.ApiError as err:
+            if not err.not_found:
+                raise
+            return None
+        text = obj_at(cm, "data").get(labels.RUNTIME_SNAPSHOT_KEY)
+        if text and meta["uid"] in Meta.of(cm).owner_uids:
+            return _snapshot(str(text), f"ConfigMap {snapshot}")
+        return None
 
     def _create_or_adopt(self, obj: Json, owner_uid: str) -> None:
         kind = api.BY_KIND[str(obj["kind"])]
@@ -203,14 +259,7 @@ class Executor:
             return
         existing = self.send(api.get(kind, meta["namespace"], meta["name"]))
         if not Meta.of(existing).controlled_by(owner_uid):
-            raise api.ApiError(
-                409,
-                "AlreadyExists",
-                {
-                    "message": f"{kind.kind} {meta['name']} "
-                    "exists and is not controlled by this TrainJob"
-                },
-            )
+            raise _not_controlled(kind, str(meta["name"]))
 
     def _fail(self, trainjob: Json, reason: Reason, message: str) -> None:
         meta = trainjob["metadata"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from typing import Any
@@ -171,6 +172,62 @@ def test_start_creates_children_owned_by_trainjob() -> None:
     assert created_wf["metadata"]["annotations"]["trainweave.io/max-restarts"] == "2"
     # the Workflow comes last: pods need the ConfigMap/Service/PVCs first
     assert [r.path.rsplit("/", 1)[-1] for r in rec.writes if r.method == "POST"][-1] == "workflows"
+
+
+SNAPSHOT = "/api/v1/namespaces/ns/configmaps/ft-runtime-snapshot"
+CLUSTER_RUNTIME = "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/rt"
+
+
+def snapshot_cm(text: str, owner_uid: str = "tj-uid-1") -> Json:
+    return {
+        "metadata": {"ownerReferences": [{"uid": owner_uid, "controller": True}]},
+        "data": {"runtime": text},
+    }
+
+
+def test_a_first_start_creates_the_snapshot_first_and_reads_only_the_runtime() -> None:
+    """Attempt 0 normally finds no snapshot: no GET of it (one read per TrainJob fewer)."""
+    rec = Recorder({CLUSTER_RUNTIME: {"kind": "ClusterTrainingRuntime"}})
+    run(Observed(trainjob()), rec)
+    assert [r.path for r in rec.sent if r.method == "GET"] == [CLUSTER_RUNTIME]
+    posts = [r for r in rec.sent if r.method == "POST"]
+    assert (posts[0].body or {})["metadata"]["name"] == "ft-runtime-snapshot"
+    assert [r.path for r in posts].count("/api/v1/namespaces/ns/configmaps") == 1
+
+
+def test_a_first_start_cut_short_renders_from_the_snapshot_it_left() -> None:
+    """A restart mid-start finds its snapshot (409): the runtime in it wins over the one read
+    now, as a later start's would (upstream KEP-2599), and it is not created twice."""
+    given: list[Json] = []
+
+    def renderer(trainjob: Json, runtime: Json, options: render.Options) -> list[Json]:
+        given.append(runtime)
+        return fake_renderer(trainjob, runtime, options)
+
+    left = '{"kind":"ClusterTrainingRuntime","metadata":{"name":"rt","generation":1}}'
+    rec = Recorder(
+        {CLUSTER_RUNTIME: {"kind": "ClusterTrainingRuntime"}, SNAPSHOT: snapshot_cm(left)},
+        conflicts={SNAPSHOT},
+    )
+    plan = reconcile.actions(Observed(trainjob()), NOW)
+    Executor(rec, renderer, lambda: NOW).run(plan, trainjob())
+    assert given == [{"kind": "ClusterTrainingRuntime"}, json.loads(left)]
+    cm_posts = [r for r in rec.sent if r.method == "POST" and r.path.endswith("/configmaps")]
+    assert len(cm_posts) == 1
+    assert any(r.method == "POST" and r.path.endswith("/workflows") for r in rec.sent)
+
+
+def test_a_first_start_meeting_a_foreign_snapshot_is_an_error_and_creates_nothing_more() -> None:
+    rec = Recorder(
+        {
+            CLUSTER_RUNTIME: {"kind": "ClusterTrainingRuntime"},
+            SNAPSHOT: snapshot_cm("{}", owner_uid="someone-else"),
+        },
+        conflicts={SNAPSHOT},
+    )
+    with pytest.raises(api.ApiError, match="ConfigMap ft-runtime-snapshot exists and is not"):
+        run(Observed(trainjob()), rec)
+    assert [r.path for r in rec.sent if r.method == "POST"] == ["/api/v1/namespaces/ns/configmaps"]
 
 
 def test_restart_adopts_existing_workflow_instead_of_a_second_copy() -> None:
