@@ -220,13 +220,15 @@ def _cases() -> list[Case]:
 
 
 class FakeApi:
-    """The API server edge: the runtime for any runtime GET, 404 for other GETs, 201 for
-    creates; records every request."""
+    """The API server edge: the runtime for any runtime GET, the snapshot ConfigMap when given
+    (a create of it is a 409), 404 for other GETs, 201 for other creates; records every
+    request."""
 
     def __init__(self, runtime: Json, snapshot: str | None = None) -> None:
         self.runtime = runtime
         self.snapshot = snapshot
         self.sent: list[api.Request] = []
+        self.created: list[Json] = []  # bodies of the creates answered 201
 
     def __call__(self, req: api.Request) -> Json:
         self.sent.append(req)
@@ -239,6 +241,11 @@ class FakeApi:
                     "data": {"runtime": self.snapshot},
                 }
             raise api.ApiError(404, "NotFound")
+        name = str(((req.body or {}).get("metadata") or {}).get("name", ""))
+        if req.method == "POST" and self.snapshot is not None and name.endswith("-snapshot"):
+            raise api.ApiError(409, "AlreadyExists")
+        if req.method == "POST":
+            self.created.append(req.body or {})
         return {}
 
 
@@ -267,7 +274,7 @@ def test_controller_on_mutated_inputs(
         for c in s["status"].get("conditions", [])
         if c["type"] == "Failed" and c["status"] == "True"
     ]
-    created = {str((r.body or {}).get("kind")) for r in fake.sent if r.method == "POST"} - {"Event"}
+    created = {str(body.get("kind")) for body in fake.created} - {"Event"}
     if failed:
         cond = failed[-1]
         assert cond["reason"] in INPUT_REASONS, cond
