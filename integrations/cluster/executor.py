@@ -91,11 +91,6 @@ def _is_snapshot(obj: Json, trainjob: str) -> bool:
     )
 
 
-def _not_controlled(kind: api.Kind, name: str) -> api.ApiError:
-    message = f"{kind.kind} {name} exists and is not controlled by this TrainJob"
-    return api.ApiError(409, "AlreadyExists", {"message": message})
-
-
 class Executor:
     """Sends the actions' requests through ``send``; builds children with ``renderer``."""
 
@@ -179,16 +174,8 @@ class Executor:
         ours = next((o for o in objs if _is_snapshot(o, meta["name"])), None)
         if ours is None:
             return objs
-        try:
-            self.send(api.create(api.CONFIGMAP, meta["namespace"], ours))
-            return objs
-        except api.ApiError as err:
-            if not err.conflict:
-                raise
-        existing = self.send(api.get(api.CONFIGMAP, meta["namespace"], ours["metadata"]["name"]))
-        if not Meta.of(existing).controlled_by(str(meta["uid"])):
-            raise _not_controlled(api.CONFIGMAP, ours["metadata"]["name"])
-        text = obj_at(existing, "data").get(labels.RUNTIME_SNAPSHOT_KEY)
+        existing = self._create_or_adopt(ours, str(meta["uid"]))
+        text = obj_at(existing or {}, "data").get(labels.RUNTIME_SNAPSHOT_KEY)
         if not text or text == ours["data"].get(labels.RUNTIME_SNAPSHOT_KEY):
             return objs
         name = ours["metadata"]["name"]
@@ -240,26 +227,36 @@ class Executor:
             return _snapshot(str(text), f"ConfigMap {snapshot}")
         return None
 
-    def _create_or_adopt(self, obj: Json, owner_uid: str) -> None:
+    def _create_or_adopt(self, obj: Json, owner_uid: str) -> Json | None:
+        """Create ``obj``; on a 409, the existing object when this TrainJob controls it (None
+        when created, or for a Secret or Workload, which are taken unread)."""
         kind = api.BY_KIND[str(obj["kind"])]
         meta = obj["metadata"]
         try:
             self.send(api.create(kind, meta["namespace"], obj))
-            return
+            return None
         except api.ApiError as err:
             if not err.conflict:
                 raise
         if kind is api.SECRET:
             # The controller may create Secrets but never read one (docs/security.md): the MPI
             # SSH Secret of this name is taken as the one an earlier reconcile created.
-            return
+            return None
         if kind is api.WORKLOAD:
             # a kept Workload (adapters.kueue.kept): ours from an earlier reconcile, or one
             # Kueue built for the group; either way the step queues, only the position differs
-            return
+            return None
         existing = self.send(api.get(kind, meta["namespace"], meta["name"]))
         if not Meta.of(existing).controlled_by(owner_uid):
-            raise _not_controlled(kind, str(meta["name"]))
+            raise api.ApiError(
+                409,
+                "AlreadyExists",
+                {
+                    "message": f"{kind.kind} {meta['name']} "
+                    "exists and is not controlled by this TrainJob"
+                },
+            )
+        return existing
 
     def _fail(self, trainjob: Json, reason: Reason, message: str) -> None:
         meta = trainjob["metadata"]
