@@ -187,6 +187,20 @@ def pod_labels(pipeline: Pipeline, step: Step, job: Job) -> dict[str, str]:
     }
 
 
+def container_errors(containers: list[Json], where: str) -> list[InputError]:
+    """The fields of ``containers`` (at ``where``) that Argo's Container type lacks: refused,
+    as Argo would drop them."""
+    return [
+        InputError(
+            f"{where}[{i}].{key}",
+            "is not supported by Argo's Container type",
+            reason=Reason.UNSUPPORTED_FIELD,
+        )
+        for i, container in enumerate(containers)
+        for key in sorted(set(container) - _CONTAINER_FIELDS)
+    ]
+
+
 def pod_template(pipeline: Pipeline, step: Step, job: Job, controller: bool = False) -> m.Template:
     """One job's pod template; ``controller``: its retries are judged by the controller."""
     meta = job.pod_template.get("metadata") or {}
@@ -201,15 +215,7 @@ def pod_template(pipeline: Pipeline, step: Step, job: Job, controller: bool = Fa
         L.KUEUE_POD_GROUP_TOTAL_COUNT: str(step.pods),
         L.JOB_COMPLETION_INDEX: "{{inputs.parameters.index}}",
     }
-    unknown = sorted({key for c in job.containers for key in c} - _CONTAINER_FIELDS)
-    errors = [
-        InputError(
-            f"replicatedJob {job.name!r} container.{key}",
-            "is not supported by Argo's Container type",
-            reason=Reason.UNSUPPORTED_FIELD,
-        )
-        for key in unknown
-    ]
+    errors = container_errors(job.containers, f"replicatedJob {job.name!r} containers")
     errors += tas.annotation_errors(
         meta.get("annotations") or {}, f"replicatedJob {job.name!r} template.metadata.annotations"
     )

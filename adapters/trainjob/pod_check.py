@@ -15,6 +15,8 @@ from dataclasses import replace
 from typing import Any
 
 from trainweave import pod_rules
+from trainweave.adapters.argo.workflow import container_errors
+from trainweave.adapters.kueue import tas
 from trainweave.errors import InputError
 from trainweave.inputs import RuntimeSpec, TrainJob
 from trainweave.labels import Ancestor, Reason
@@ -35,14 +37,17 @@ def rendered_errors(trainjob: TrainJob, spec: RuntimeSpec, jobs: Sequence[Job]) 
     ]
     errors: list[InputError] = []
     for i, (job, rjob) in enumerate(zip(jobs, spec.template.spec.replicated_jobs, strict=True)):
+        errors += _annotation_errors(i, job, rjob.template, trainjob)
         base = f"{_RJ}[{i}].template.spec.template.spec"
         final = pod_rules.pod_spec_errors(job.pod_template["spec"], base, Reason.INVALID_RUNTIME)
+        final += container_errors(job.containers, f"{base}.containers")
         if not final:
             continue
         own_spec = ((rjob.template.get("spec") or {}).get("template") or {}).get("spec") or {}
         own = {
             e.path
             for e in pod_rules.pod_spec_errors(own_spec, base, Reason.INVALID_RUNTIME, claims)
+            + container_errors(own_spec.get("containers") or [], f"{base}.containers")
         }
         for error in final:
             if error.path in own:
@@ -50,6 +55,42 @@ def rendered_errors(trainjob: TrainJob, spec: RuntimeSpec, jobs: Sequence[Job]) 
             else:
                 errors.append(_attribute(error, base, trainjob, job))
     return errors
+
+
+def _annotation_errors(
+    i: int, job: Job, own_template: Json, trainjob: TrainJob
+) -> list[InputError]:
+    """Kueue's refusals of the final pod's TAS annotations, under the runtime's field when its
+    own annotations already have them, else under the last runtimePatch that sets annotations
+    of this job."""
+    final = (job.pod_template.get("metadata") or {}).get("annotations") or {}
+    where = f"{_RJ}[{i}].template.spec.template.metadata.annotations"
+    errors = tas.annotation_errors(final, where)
+    if not errors:
+        return []
+    own_pod = ((own_template.get("spec") or {}).get("template") or {}).get("metadata") or {}
+    own = {e.message for e in tas.annotation_errors(own_pod.get("annotations") or {}, where)}
+    patch = _annotations_patch(trainjob, job.name)
+    return [
+        e
+        if e.message in own or patch is None
+        else replace(e, path=patch + e.path.removeprefix(where), reason=Reason.INVALID_TRAINJOB)
+        for e in errors
+    ]
+
+
+def _annotations_patch(trainjob: TrainJob, name: str) -> str | None:
+    """The path of the annotations the last runtimePatch sets on job ``name``'s pod, or None."""
+    for p, patch in reversed(list(enumerate(trainjob.spec.runtime_patches))):
+        spec = ((patch.training_runtime_spec or {}).get("template") or {}).get("spec") or {}
+        for j, rpatch in enumerate(spec.get("replicatedJobs") or []):
+            pod = ((rpatch.get("template") or {}).get("spec") or {}).get("template") or {}
+            if rpatch.get("name") == name and (pod.get("metadata") or {}).get("annotations"):
+                return (
+                    f"spec.runtimePatches[{p}].trainingRuntimeSpec.template.spec"
+                    f".replicatedJobs[{j}].template.spec.template.metadata.annotations"
+                )
+    return None
 
 
 def _attribute(error: InputError, base: str, trainjob: TrainJob, job: Job) -> InputError:

@@ -366,8 +366,8 @@ def test_render_errors_name_the_runtime_file_they_came_from(
         2,
         "",
         [
-            f"error: {paths['B']}: replicatedJob 'node' container.restartPolicyRules: is not"
-            " supported by Argo's Container type"
+            f"error: {paths['B']}: spec.template.spec.replicatedJobs[0].template.spec.template"
+            ".spec.containers[0].restartPolicyRules: is not supported by Argo's Container type"
         ],
     )
 

@@ -290,6 +290,25 @@ def test_rank_is_not_in_the_role_hash_and_retries_keep_it() -> None:
     assert pod["retryStrategy"]  # one template, retried with the task's own arguments
 
 
+def test_a_trainjob_names_the_field_of_annotations_kueue_refuses() -> None:
+    """Refused before render, under the runtime's field when the runtime's own pod has them,
+    else under the runtimePatch that brought them in."""
+    with pytest.raises(InputErrors) as exc:
+        _trainjob_render({REQ: BLOCK, PREF: RACK}, None)
+    assert [e.path for e in exc.value.errors] == [
+        "spec.template.spec.replicatedJobs[0].template.spec.template.metadata.annotations"
+    ]
+    with pytest.raises(InputErrors) as exc:
+        _trainjob_render({REQ: BLOCK}, {GROUP: "7"})
+    (error,) = exc.value.errors
+    assert error.path == (
+        "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0]"
+        f".template.spec.template.metadata.annotations[{GROUP}]"
+    )
+    assert error.reason is L.Reason.INVALID_TRAINJOB
+    assert "must not be a number" in error.message
+
+
 # --- the Workload preview ------------------------------------------------------------------------
 
 
