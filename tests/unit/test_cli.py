@@ -641,4 +641,5 @@ def test_unreachable_cluster_is_one_line_on_stderr(
     code = main(argv)
     out, err = capsys.readouterr()
     assert (code, out, len(err.splitlines())) == (1, "", 1)
-    assert err.startswith("error: 0 NewConnectionError: ") and "Connection refused" in err
+    assert err.startswith("error: 0 ConnectionRefusedError: https://127.0.0.1:1: ")
+    assert "Connection refused" in err
