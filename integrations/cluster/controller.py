@@ -1,4 +1,4 @@
-"""The ``trainweave controller`` process: caches, queue, workers, leader election, HTTP.
+"""The ``trainweave controller`` process: caches, queue, workers, leader election.
 
 Watches TrainJobs and the Workflows and Pods labelled ``trainweave.io/trainjob``
 plus all Kueue Workloads (a Workload is mapped to its TrainJob through the
@@ -22,7 +22,6 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from trainweave import labels
@@ -30,10 +29,11 @@ from trainweave.integrations.cluster.events import EventSender, is_event
 from trainweave.integrations.cluster.executor import Executor, Renderer
 from trainweave.integrations.cluster.informer import Informer, Key, WorkQueue, key_of
 from trainweave.integrations.cluster.leader import LeaderElector
-from trainweave.integrations.cluster.metrics import Metrics, resource_of
+from trainweave.integrations.cluster.metrics import Metrics, resource_of, serve_http
 from trainweave.integrations.views import api, reconcile, slim
 from trainweave.integrations.views.argo_view import TERMINAL, WorkflowView, templates, view
 from trainweave.integrations.views.bodies import Meta, WorkflowBody
+from trainweave.integrations.views.event import event
 from trainweave.integrations.views.observed import Observed, group_of, observed
 from trainweave.integrations.views.reconcile import Actions
 from trainweave.labels import EventReason, EventType
@@ -271,7 +271,7 @@ class Controller:
         message = f"TrainJob resources reconciliation failed: {str(err)[:950]}"
         try:
             self.send(
-                reconcile.event(
+                event(
                     tj,
                     EventType.WARNING,
                     EventReason.RESOURCES_CREATION_FAILED,
@@ -314,40 +314,6 @@ def _rv(obj: Json) -> int:
         return int(Meta.of(obj).resource_version or 0)
     except ValueError:
         return 0
-
-
-def serve_http(bind: str, metrics: Metrics, ready: Callable[[], bool]) -> ThreadingHTTPServer:
-    """/healthz, /readyz, /metrics on ``host:port`` in a daemon thread."""
-    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path == "/metrics":
-                code, body, ctype = 200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST
-            elif self.path == "/healthz":
-                code, body, ctype = 200, b"ok", "text/plain"
-            elif self.path == "/readyz":
-                ok = ready()
-                code, body, ctype = (
-                    (200 if ok else 503),
-                    (b"ok" if ok else b"not ready"),
-                    "text/plain",
-                )
-            else:
-                code, body, ctype = 404, b"not found", "text/plain"
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            return
-
-    host, _, port = bind.rpartition(":")
-    server = ThreadingHTTPServer((host.strip("[]") or "127.0.0.1", int(port)), Handler)
-    threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
-    return server
 
 
 def run(config: Config, kubeconfig: str | None = None, renderer: Renderer | None = None) -> int:

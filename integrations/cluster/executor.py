@@ -26,6 +26,7 @@ from trainweave.errors import InputError, InputErrors
 from trainweave.integrations.cluster import kept_queues
 from trainweave.integrations.views import api, reconcile
 from trainweave.integrations.views.bodies import Body, Meta, TrainJobBody, obj_at
+from trainweave.integrations.views.event import event
 from trainweave.integrations.views.rollup import set_condition
 from trainweave.integrations.views.times import format_time
 from trainweave.labels import ConditionType, EventType, Reason
@@ -273,4 +274,4 @@ class Executor:
                 "status",
             )
         )
-        self._send(reconcile.event(trainjob, EventType.WARNING, reason.value, message, now))
+        self._send(event(trainjob, EventType.WARNING, reason.value, message, now))

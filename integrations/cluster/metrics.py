@@ -13,15 +13,25 @@
   that stays is a leak: deploy/prometheus-rules.yaml alerts after 10 min);
 - ``trainweave_api_requests_total{verb,resource}``, ``trainweave_reconciles_total{result}``
   and ``trainweave_reconcile_seconds``: the controller's own cost.
+
+``serve_http`` serves them on ``/metrics``, beside the ``/healthz`` and ``/readyz`` probes.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter as Tally
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 
 from trainweave.integrations.views import api
 from trainweave.integrations.views.quota import MetricEvent, StepQuota
@@ -180,3 +190,36 @@ class Metrics:
                 self.waiting_since.labels(*lbl).set(value)
             for lbl in leak_series:
                 self.leaked.labels(*lbl).set(1)
+
+
+def serve_http(bind: str, metrics: Metrics, ready: Callable[[], bool]) -> ThreadingHTTPServer:
+    """/healthz, /readyz, /metrics on ``host:port`` in a daemon thread."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path == "/metrics":
+                code, body, ctype = 200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST
+            elif self.path == "/healthz":
+                code, body, ctype = 200, b"ok", "text/plain"
+            elif self.path == "/readyz":
+                ok = ready()
+                code, body, ctype = (
+                    (200 if ok else 503),
+                    (b"ok" if ok else b"not ready"),
+                    "text/plain",
+                )
+            else:
+                code, body, ctype = 404, b"not found", "text/plain"
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return
+
+    host, _, port = bind.rpartition(":")
+    server = ThreadingHTTPServer((host.strip("[]") or "127.0.0.1", int(port)), Handler)
+    threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
+    return server

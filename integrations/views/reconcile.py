@@ -37,6 +37,7 @@ from trainweave.integrations.views.bodies import (
     WorkloadBody,
     condition_true,
 )
+from trainweave.integrations.views.event import event
 from trainweave.integrations.views.observed import (
     AttemptState,
     Observed,
@@ -55,7 +56,6 @@ from trainweave.labels import (
 
 Json = dict[str, Any]
 FOREGROUND = "foregroundDeletion"  # the GC's finalizer on an owner deleted in foreground
-COMPONENT = "trainweave-controller"
 
 
 @dataclass(frozen=True)
@@ -369,33 +369,3 @@ def _stop(ns: str, wf: WorkflowView, why: str) -> api.Request:
     """Argo's ``shutdown: Stop``, annotated with why: a ``StoppedFor``, or ``job-failed/<job>``."""
     patch = {"metadata": {"annotations": {labels.STOPPED_FOR: why}}, "spec": {"shutdown": "Stop"}}
     return _patch_wf(ns, wf.name, patch)
-
-
-def event(
-    obj: Json, kind: EventType, reason: EventReason | str, message: str, now: datetime
-) -> api.Request:
-    """A core/v1 Event about ``obj`` (``reason``: an EventReason or a condition's reason)."""
-    meta = Meta.of(obj)
-    stamp = format_time(now)
-    body = {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"generateName": f"{meta.name}.", "namespace": meta.namespace},
-        "involvedObject": {
-            "apiVersion": obj.get("apiVersion"),
-            "kind": obj.get("kind"),
-            "name": meta.name,
-            "namespace": meta.namespace,
-            "uid": meta.uid or None,  # null when absent
-        },
-        "type": kind,
-        "reason": reason,
-        "message": message[:1000],
-        "source": {"component": COMPONENT},
-        "reportingComponent": COMPONENT,
-        "reportingInstance": COMPONENT,
-        "firstTimestamp": stamp,
-        "lastTimestamp": stamp,
-        "count": 1,
-    }
-    return api.create(api.EVENT, meta.namespace, body)

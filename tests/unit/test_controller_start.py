@@ -14,7 +14,8 @@ from trainweave.integrations.cluster.controller import Config, Controller
 from trainweave.integrations.cluster.events import EventSender, is_event
 from trainweave.integrations.cluster.informer import WorkQueue
 from trainweave.integrations.cluster.metrics import Metrics
-from trainweave.integrations.views import api, reconcile
+from trainweave.integrations.views import api
+from trainweave.integrations.views.event import event
 from trainweave.labels import EventReason, EventType
 
 Json = dict[str, Any]
@@ -164,7 +165,7 @@ def test_the_controller_queues_events_and_still_writes_status_in_line() -> None:
     assert len(server.writes("/status")) == 1
     tj = ctl.trainjobs.get("ns", "ft")
     assert tj is not None
-    note = reconcile.event(tj, EventType.NORMAL, EventReason.STEP_ADMITTED, "m", NOW)
+    note = event(tj, EventType.NORMAL, EventReason.STEP_ADMITTED, "m", NOW)
     assert ctl.send(note) == {}  # queued while the sender is held up
     assert server.writes("/events") == []
     gate.set()
