@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 import common
-import engine_config
 import yaml
 from cluster_with import run_with_cluster
+from multicluster_docs import manager_docs, token_kubeconfig, worker_docs, worker_rbac
 
 BASE = common.CACHE / "multicluster"
 MANAGER = "manager"
@@ -45,19 +45,9 @@ WORKERS = ("worker-1", "worker-2")
 MEMBERS = (MANAGER, *WORKERS)
 CLUSTER_PY = common.HACK / "cluster.py"
 MEMBER_PY = common.HACK / "multicluster_member.py"  # what runs in one member's state dir
-DISPATCH_CQ = "multicluster-dispatch"
-STEPS_CQ = "multicluster-steps"
-DISPATCH_FLAVOR = "dispatch"  # no nodeLabels: the manager places no pod
-ADMISSION_CHECK = "multikueue"
-MK_CONFIG = "multicluster"
 # Short enough for the worker-lost test; Kueue's default is 15m (configuration_types.go).
 MULTIKUEUE = {"gcInterval": "10s", "origin": "trainweave-manager", "workerLostTimeout": "60s"}
-GPU = "nvidia.com/gpu"
-# What each worker gives the manager's Kueue (docs/multicluster.md): its ServiceAccount's token
-# is what the manager's Secret holds, never the worker's admin kubeconfig.
-WORKER_RBAC = common.ROOT / "deploy" / "multikueue-worker-rbac.yaml"
 TOKEN_TTL = "8760h"  # kubectl create token --duration (TokenRequest expirationSeconds)
-QUOTA = {"cpu": "256", "memory": "2Ti", GPU: "32"}
 
 
 def state_dir(name: str) -> Path:
@@ -102,140 +92,6 @@ def apply_docs(name: str, docs: list[dict[str, Any]]) -> None:
         90,
         1,
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# what each member is given (pure)
-
-
-def cluster_queue(name: str, checks: list[str]) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "namespaceSelector": {},
-        "resourceGroups": [
-            {
-                "coveredResources": list(QUOTA),
-                "flavors": [
-                    {
-                        "name": DISPATCH_FLAVOR,
-                        "resources": [{"name": r, "nominalQuota": q} for r, q in QUOTA.items()],
-                    }
-                ],
-            }
-        ],
-    }
-    if checks:
-        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": c} for c in checks]}
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "ClusterQueue",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
-
-
-def flavor() -> dict[str, Any]:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "ResourceFlavor",
-        "metadata": {"name": DISPATCH_FLAVOR},
-        "spec": {},
-    }
-
-
-def worker_rbac() -> tuple[list[dict[str, Any]], str, str]:
-    """deploy/multikueue-worker-rbac.yaml's objects, its ServiceAccount's namespace and name."""
-    docs = [d for d in yaml.safe_load_all(WORKER_RBAC.read_text()) if d]
-    sa = next(d["metadata"] for d in docs if d["kind"] == "ServiceAccount")
-    return docs, str(sa["namespace"]), str(sa["name"])
-
-
-def token_kubeconfig(admin_text: str, token: str) -> str:
-    """A kubeconfig with the server and inline CA of ``admin_text``'s current context and
-    ``token`` as its only credential (Kueue refuses file references: multikueuecluster.go
-    validateKubeconfig)."""
-    admin = yaml.safe_load(admin_text)
-    ctx_name = admin.get("current-context") or admin["contexts"][0]["name"]
-    ctx = next(c["context"] for c in admin["contexts"] if c["name"] == ctx_name)
-    cluster = next(c["cluster"] for c in admin["clusters"] if c["name"] == ctx["cluster"])
-    _, _, sa = worker_rbac()
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "worker", "cluster": cluster}],
-        "users": [{"name": sa, "user": {"token": token}}],
-        "contexts": [{"name": sa, "context": {"cluster": "worker", "user": sa}}],
-        "current-context": sa,
-    }
-    return yaml.safe_dump(doc)
-
-
-def manager_docs(worker_kubeconfigs: dict[str, str]) -> list[dict[str, Any]]:
-    """Secrets (key ``kubeconfig``), MultiKueueClusters, the MultiKueueConfig, the AdmissionCheck
-    and the dispatch ClusterQueue, as Kueue's integration suite wires them."""
-    docs: list[dict[str, Any]] = [flavor()]
-    for worker, text in worker_kubeconfigs.items():
-        docs.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": f"multikueue-{worker}", "namespace": "kueue-system"},
-                "stringData": {"kubeconfig": text},
-            }
-        )
-        docs.append(
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "MultiKueueCluster",
-                "metadata": {"name": worker},
-                "spec": {
-                    "clusterSource": {
-                        "kubeConfig": {"locationType": "Secret", "location": f"multikueue-{worker}"}
-                    }
-                },
-            }
-        )
-    docs.append(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "MultiKueueConfig",
-            "metadata": {"name": MK_CONFIG},
-            "spec": {"clusters": list(worker_kubeconfigs)},
-        }
-    )
-    docs.append(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "AdmissionCheck",
-            "metadata": {"name": ADMISSION_CHECK},
-            "spec": {
-                "controllerName": "kueue.x-k8s.io/multikueue",
-                "parameters": {
-                    "apiGroup": "kueue.x-k8s.io",
-                    "kind": "MultiKueueConfig",
-                    "name": MK_CONFIG,
-                },
-            },
-        }
-    )
-    docs.append(cluster_queue(DISPATCH_CQ, [ADMISSION_CHECK]))
-    return docs
-
-
-def worker_docs() -> list[dict[str, Any]]:
-    """The dispatch ClusterQueue (the MultiKueue copy of each Workload) and the step one (a
-    flavor per node pool, GPUs only in the gpu one, as the kwok nodes have them)."""
-    steps = cluster_queue(STEPS_CQ, [])
-    steps["spec"]["resourceGroups"][0]["flavors"] = [
-        {
-            "name": pool,
-            "resources": [
-                {"name": r, "nominalQuota": q if pool == "gpu" or r != GPU else "0"}
-                for r, q in QUOTA.items()
-            ],
-        }
-        for pool in engine_config.POOLS
-    ]
-    return [flavor(), cluster_queue(DISPATCH_CQ, []), steps]
 
 
 # ---------------------------------------------------------------------------------------------

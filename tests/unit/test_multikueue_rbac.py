@@ -1,4 +1,4 @@
-"""deploy/multikueue-worker-rbac.yaml and the kubeconfig hack/multicluster.py gives the manager
+"""deploy/multikueue-worker-rbac.yaml and the kubeconfig hack/multicluster_docs.py gives the manager
 for a worker (docs/multicluster.md): named verbs only, a token and nothing else."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import yaml
 
 from tests.unit.hack_scripts import load
 
-multicluster = load("multicluster")
+multicluster = load("multicluster_docs")
 
 ADMIN = """
 apiVersion: v1
