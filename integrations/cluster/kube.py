@@ -143,7 +143,12 @@ class KubeClient:
 
 def _readable(sock: Any) -> bool:
     """An idle kept-alive socket is readable only when the server closed it (or broke the
-    protocol): either way it is not to be used again."""
+    protocol): either way it is not to be used again. ``poll`` where there is one: ``select``
+    refuses file descriptors above 1023."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
     return bool(select.select([sock], [], [], 0.0)[0])
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
@@ -33,6 +34,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         if self.path.endswith("/close"):
             self.send_header("Connection", "close")
+            self.close_connection = True
+        if self.path.endswith("/drop"):  # closed after the answer, unannounced (an idle timeout)
             self.close_connection = True
         self.end_headers()
         self.wfile.write(data)
@@ -82,6 +85,29 @@ def test_a_connection_the_server_closed_is_replaced(server: ThreadingHTTPServer)
     kube.send(api.Request("GET", "/after"))
     ports = [port for *_, port in Handler.seen]
     assert ports[0] != ports[1]
+
+
+def test_a_connection_dropped_while_idle_is_replaced_before_the_next_request(
+    server: ThreadingHTTPServer,
+) -> None:
+    """The server closes the kept-alive connection without saying so, as an API server's idle
+    timeout does; the next request goes on a new connection instead of failing on the old."""
+    kube = _kube(server)
+    kube.send(api.Request("GET", "/drop"))
+    conn = kube._local.conn
+    deadline = time.monotonic() + 10
+    while not _closed_by_peer(conn.sock) and time.monotonic() < deadline:
+        time.sleep(0.01)  # polls the socket for the server's close, bounded by the deadline
+    assert kube.send(api.Request("PATCH", "/after", body={"a": 1}))["body"] == {"a": 1}
+    ports = [port for *_, port in Handler.seen]
+    assert ports[0] != ports[1]
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
 
 
 def test_no_server_is_an_api_error_of_status_0() -> None:
