@@ -22,13 +22,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from trainweave.integrations.cluster.kube import KubeClient, load_configuration
+from trainweave.integrations.views import api
 
-from controller import versions  # noqa: E402
-
-from trainweave.integrations.cluster.kube import KubeClient, load_configuration  # noqa: E402
-from trainweave.integrations.views import api  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from controller import versions
 
 NAMESPACE = "default"
 NAME = "trainweave-kube-request-bench"
