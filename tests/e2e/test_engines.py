@@ -550,7 +550,8 @@ def test_foreground_deleted_workflow_takes_its_workloads_along_or_strands_them(
             return "cascaded"
         pods = kube.group_pods(namespace, group)
         stranded = (
-            wf.get("status", {}).get("phase") == "Failed"  # retries spent: no pod comes any more
+            # completed (the retries spent, or a 2 s retry ran out): Argo creates no more pods
+            wf.get("status", {}).get("phase") in ("Succeeded", "Failed", "Error")
             and kube.workload(namespace, group) is not None
             and pods
             and all(
@@ -568,7 +569,7 @@ def test_foreground_deleted_workflow_takes_its_workloads_along_or_strands_them(
         wl = kube.workload(namespace, group)
         assert wl and reserved_at(wl) is not None and condition(wl, "Finished") is None, wl
         owners = {o["name"] for o in wl["metadata"]["ownerReferences"]}
-        assert owners == {p.metadata.name for p in kube.group_pods(namespace, group)}
+        assert owners >= {p.metadata.name for p in kube.group_pods(namespace, group)}, owners
         assert _admitted_workloads(kube, namespace) == 1
         kube.delete(KUEUE, "workloads", group, namespace)  # the clean-up, as after background
         wait_until(
