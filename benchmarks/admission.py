@@ -49,7 +49,7 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -304,6 +304,8 @@ def main() -> int:
     ap.add_argument("--scale", type=float, default=1.0, help="durations and gaps times this")
     ap.add_argument("--timeout", type=float, default=2400)
     ap.add_argument("--png-dir", default=str(ROOT / "docs"))
+    ap.add_argument("--dump", help="append each run's records (TrainJobs, holds, spans, step "
+                    "starts, GPU steps, quota holds) to this file, a JSON line per run")  # fmt: skip
     ap.add_argument("--kubeconfig", default=os.environ.get("TRAINWEAVE_KUBECONFIG") or str(
         Path.home() / ".cache/trainweave/cluster/kubeconfig"))  # fmt: skip
     args = ap.parse_args()
@@ -338,6 +340,9 @@ def main() -> int:
                     cluster.upstream(False)
             print(json.dumps({"trace": name, "setup": setup,
                               **{k: round(v, 2) for k, v in runs[-1].figures.items()}}), flush=True)  # fmt: skip
+            if args.dump:
+                with open(args.dump, "a", encoding="utf-8") as out:
+                    out.write(json.dumps({"trace": name, **asdict(runs[-1])}) + "\n")
             if runs[-1].starts:
                 print(json.dumps({"trace": name, "setup": setup,
                                   "handoff": handoff(runs[-1].starts)}), flush=True)  # fmt: skip
