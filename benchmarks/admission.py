@@ -2,6 +2,8 @@
 
     make bench-admission                      # the four traces, 24 TrainJobs each
     .venv/bin/python benchmarks/admission.py --trace init-heavy --trainjobs 4
+    .venv/bin/python benchmarks/admission.py --trace sustained --dump runs.jsonl
+    .venv/bin/python benchmarks/admission.py --from-dump runs.jsonl   # figures again, no cluster
 
 Needs the local control plane (`make cluster-up`; the make target starts it if needed). For each
 trace (seeded), the same TrainJobs, shaped like examples/llm-finetune (two 4-CPU initializers, a
@@ -289,6 +291,46 @@ def last_line(name: str, up: Run, tws: list[Run]) -> str:
     return line
 
 
+def report(name: str, run: Run) -> None:
+    """Print a run's JSON lines: its figures, then (trainweave) the hand-off and the quota
+    account, the API writes and the CPU seconds."""
+    setup = run.setup
+    print(json.dumps({"trace": name, "setup": setup,
+                      **{k: round(v, 2) for k, v in run.figures.items()}}), flush=True)  # fmt: skip
+    if run.starts:
+        print(
+            json.dumps({"trace": name, "setup": setup, "handoff": handoff(run.starts)}), flush=True
+        )
+        quota = quota_account(run.quota_holds, GPU_QUOTA, run.figures["makespan_s"])
+        begin = min((j.created for j in run.jobs), default=0.0)
+        quota |= free_account(run.gpu_steps, run.holds, GPU_QUOTA, begin,
+                              begin + run.figures["makespan_s"])  # fmt: skip
+        print(json.dumps({"trace": name, "setup": setup, "quota": quota}), flush=True)
+    print(json.dumps({"trace": name, "setup": setup,
+                      "api_writes_per_trainjob_top": run.writes}), flush=True)  # fmt: skip
+    print(json.dumps({"trace": name, "setup": setup, "cpu_s": run.cpu,
+                      "wall_s": round(run.figures["makespan_s"], 1)}), flush=True)  # fmt: skip
+
+
+def from_dump(line: Json) -> tuple[str, Run]:
+    """A dumped run (``--dump``), its figures worked out again by today's metrics: the trace's
+    name and the Run."""
+    run = Run(
+        line["setup"],
+        [TrainJobTimes(**j) for j in line["jobs"]],
+        [Hold(**h) for h in line["holds"]],
+        [Span(**s) for s in line["spans"]],
+        [StepStart(**s) for s in line["starts"]],
+        [GpuStep(**g) for g in line["gpu_steps"]],
+        line["cpu"],
+        line["writes"],
+        [QuotaHold(**q) for q in line["quota_holds"]],
+    )
+    figures = summary(run.jobs, run.holds, run.spans, GPU_QUOTA, run.gpu_steps)
+    run.figures = line["figures"] | figures  # API writes are the cluster's, kept as recorded
+    return line["trace"], run
+
+
 SETUPS = ("upstream", "trainweave", "trainweave-kept")
 
 
@@ -308,7 +350,13 @@ def main() -> int:
                     "starts, GPU steps, quota holds) to this file, a JSON line per run")  # fmt: skip
     ap.add_argument("--kubeconfig", default=os.environ.get("TRAINWEAVE_KUBECONFIG") or str(
         Path.home() / ".cache/trainweave/cluster/kubeconfig"))  # fmt: skip
+    ap.add_argument("--from-dump", help="no cluster: print the figures of the runs a --dump "
+                    "file holds, worked out again")  # fmt: skip
     args = ap.parse_args()
+    if args.from_dump:
+        for text in Path(args.from_dump).read_text(encoding="utf-8").splitlines():
+            report(*from_dump(json.loads(text)))
+        return 0
     cluster = Cluster(args.kubeconfig)
     settings: dict[str, str] = {}
     state = (
@@ -338,24 +386,10 @@ def main() -> int:
             finally:
                 if setup == "upstream":
                     cluster.upstream(False)
-            print(json.dumps({"trace": name, "setup": setup,
-                              **{k: round(v, 2) for k, v in runs[-1].figures.items()}}), flush=True)  # fmt: skip
+            report(name, runs[-1])
             if args.dump:
                 with open(args.dump, "a", encoding="utf-8") as out:
                     out.write(json.dumps({"trace": name, **asdict(runs[-1])}) + "\n")
-            if runs[-1].starts:
-                print(json.dumps({"trace": name, "setup": setup,
-                                  "handoff": handoff(runs[-1].starts)}), flush=True)  # fmt: skip
-                r = runs[-1]
-                quota = quota_account(r.quota_holds, GPU_QUOTA, r.figures["makespan_s"])
-                begin = min((j.created for j in r.jobs), default=0.0)
-                quota |= free_account(r.gpu_steps, r.holds, GPU_QUOTA, begin,
-                                      begin + r.figures["makespan_s"])  # fmt: skip
-                print(json.dumps({"trace": name, "setup": setup, "quota": quota}), flush=True)
-            print(json.dumps({"trace": name, "setup": setup,
-                              "api_writes_per_trainjob_top": runs[-1].writes}), flush=True)  # fmt: skip
-            print(json.dumps({"trace": name, "setup": setup, "cpu_s": runs[-1].cpu,
-                              "wall_s": round(runs[-1].figures["makespan_s"], 1)}), flush=True)  # fmt: skip
         if "upstream" not in setups:
             continue
         up = runs[0]

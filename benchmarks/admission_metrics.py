@@ -14,7 +14,8 @@ All times are seconds from the run's start.
   have used (``ready_capacity``): what a scheduler loses, apart from the trace's shape (no GPU
   step ready while the first initializers run, one pipeline left at the end);
 - admission wait: a Workload's QuotaReserved time - its creation, mean and p95;
-- order inversions: see ``inversions``;
+- order inversions: see ``inversions``; of them, the backfills (``backfilled``: the earlier
+  step did not fit in the GPUs free when the later one was admitted);
 - hand-off latency: see ``handoff``.
 """
 
@@ -143,6 +144,31 @@ def inversions(steps: list[GpuStep]) -> int:
     return len(inverted(steps))
 
 
+def free_before(y: GpuStep, holds: list[Hold], gpu_quota: float) -> float:
+    """GPUs free at ``y``'s admission with ``y``'s own hold left out: the quota less every other
+    hold started at or before that second and not yet ended (whole seconds, as Kueue writes
+    them: a hold that started the same second counts as held, one that ended then as free)."""
+    assert y.admitted is not None
+    t = y.admitted
+    used = sum(h.gpus for h in holds if h.workload != y.workload and h.start <= t < h.end)
+    return gpu_quota - used
+
+
+def backfilled(
+    pairs: list[tuple[GpuStep, GpuStep]], holds: list[Hold], gpu_quota: float
+) -> list[tuple[GpuStep, GpuStep]]:
+    """The inverted pairs (x, y) where x did not fit when y was admitted: ``x``'s GPUs were more
+    than ``free_before(y)``. Kueue's default ``BestEffortFIFO`` tries the next Workload when the
+    head does not fit (a 16-GPU trainer behind 8 free GPUs lets an 8-GPU evaluator in): a
+    backfill, not a queue-order break. The other pairs are inversions where x would have fit (a
+    gate lifted late, or Kueue's order itself). A step whose GPUs are unknown (never held) is
+    taken to fit."""
+    gpus = {h.workload: h.gpus for h in holds}
+    return [
+        (x, y) for x, y in pairs if gpus.get(x.workload, 0.0) > free_before(y, holds, gpu_quota)
+    ]
+
+
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile (0 for no values)."""
     if not values:
@@ -166,6 +192,7 @@ def summary(
     busy = sum(s.gpus * (s.end - s.start) for s in spans)
     idle = held_idle(holds, spans)
     ready = ready_capacity(steps, holds, gpu_quota)
+    pairs = inverted(list(steps))
     return {
         "trainjobs": float(len(jobs)),
         "completed": float(sum(1 for j in jobs if j.outcome == "Complete")),
@@ -181,7 +208,8 @@ def summary(
         "admission_wait_mean_s": sum(waits) / len(waits) if waits else 0.0,
         "admission_wait_p95_s": percentile(waits, 0.95),
         "workloads": float(len(holds)),
-        "inversions": float(inversions(list(steps))),
+        "inversions": float(len(pairs)),
+        "inversions_backfill": float(len(backfilled(pairs, holds, gpu_quota))),
     }
 
 

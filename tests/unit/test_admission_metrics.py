@@ -11,10 +11,13 @@ from benchmarks.admission_metrics import (
     Span,
     StepStart,
     TrainJobTimes,
+    backfilled,
     free_account,
+    free_before,
     handoff,
     held_idle,
     inversions,
+    inverted,
     outside,
     parts,
     percentile,
@@ -90,6 +93,7 @@ def test_summary() -> None:
         "admission_wait_p95_s": 10.0,
         "workloads": 2.0,
         "inversions": 0.0,
+        "inversions_backfill": 0.0,
     }
 
 
@@ -136,6 +140,39 @@ def test_inversions_count_pairs_of_steps() -> None:
         GpuStep("c", 2, 0, 60, 61),
     ]
     assert inversions(steps) == 2
+
+
+def test_an_inversion_is_a_backfill_when_the_earlier_step_did_not_fit() -> None:
+    """32 GPUs. z (16) holds 0-40; a's trainer x (16) ready at 10, admitted at 40; b's evaluator
+    y (8) ready at 12: admitted at 20 while w (8) also held, 8 GPUs free with y's own left out,
+    so x did not fit: a backfill. c's evaluator v (8) ready at 14, admitted at 30 after w ended
+    at 30: 16 free, x would have fit: an inversion that counts."""
+    holds = [
+        Hold("z", "wz", 16, 0, 0, 40),
+        Hold("w", "ww", 8, 0, 0, 30),
+        Hold("a", "wx", 16, 0, 40, 50),
+        Hold("b", "wy", 8, 1, 20, 25),
+        Hold("c", "wv", 8, 2, 30, 35),
+    ]
+    x = GpuStep("a", 0, 0, 10, 40, "wx")
+    y = GpuStep("b", 1, 0, 12, 20, "wy")
+    v = GpuStep("c", 2, 0, 14, 30, "wv")
+    assert free_before(y, holds, 32) == 8
+    assert free_before(v, holds, 32) == 16
+    pairs = inverted([x, y, v])
+    assert pairs == [(x, y), (x, v)]
+    assert backfilled(pairs, holds, 32) == [(x, y)]
+    jobs = [TrainJobTimes(n, 0, 50, "Complete") for n in "abc"]
+    got = summary(jobs, holds, [], gpu_quota=32, steps=[x, y, v])
+    assert (got["inversions"], got["inversions_backfill"]) == (2.0, 1.0)
+
+
+def test_a_step_of_unknown_size_is_taken_to_fit() -> None:
+    """x never held quota, so its GPUs are unknown: the pair counts as an inversion."""
+    x = GpuStep("a", 0, 0, 10, None, "wx")
+    y = GpuStep("b", 1, 0, 12, 20, "wy")
+    holds = [Hold("z", "wz", 32, 0, 0, 40), Hold("b", "wy", 8, 1, 20, 25)]
+    assert backfilled(inverted([x, y]), holds, 32) == []
 
 
 def start(**times: float | None) -> StepStart:

@@ -3,7 +3,9 @@ its watches (states first seen, steps, step starts) and the sustained trace it s
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import json
 from types import SimpleNamespace
 from typing import Any
 
@@ -219,3 +221,34 @@ def test_the_evaluator_is_a_gpu_step_after_the_trainer(upstream: bool) -> None:
     (container,) = evaluator["template"]["spec"]["template"]["spec"]["containers"]
     assert container["resources"]["requests"][GPU] == container["resources"]["limits"][GPU] == "8"
     assert "evaluator" not in trace("poisson", 1, seed=1)[0].seconds
+
+
+def test_a_dumped_run_reads_back_with_its_figures_worked_out_again() -> None:
+    """``--dump`` writes a Run as JSON; ``--from-dump`` reads it back to the same records and
+    works its figures out again from them (not the dumped ones), keeping the API writes."""
+    bench: Any = importlib.import_module("benchmarks.admission")
+    metrics: Any = importlib.import_module("admission_metrics")
+    run = bench.Run(
+        "trainweave-kept",
+        [metrics.TrainJobTimes("a", 0.0, 30.0, "Complete")],
+        [metrics.Hold("a", "wa", 16.0, 0.0, 5.0, 25.0)],
+        [metrics.Span("a", 10.0, 25.0, 16.0)],
+        [metrics.StepStart("a", "node", 1.0, 2.0, 2.0, 5.0, 5.5, 10.0)],
+        [metrics.GpuStep("a", 0.0, 0, 1.0, 5.0, "wa")],
+        {"kueue": 1.0},
+        {"pods POST": 3.0},
+        [metrics.QuotaHold("wa", 16.0, 5.0, 2.0, 10.0, 25.0, 25.0)],
+        {"inversions": 99.0, "api_writes": 7.0},
+    )
+    line = json.loads(json.dumps({"trace": "sustained", **dataclasses.asdict(run)}))
+    name, back = bench.from_dump(line)
+    assert name == "sustained"
+    assert (back.jobs, back.holds, back.starts, back.quota_holds) == (
+        run.jobs,
+        run.holds,
+        run.starts,
+        run.quota_holds,
+    )
+    assert back.figures["inversions"] == 0.0
+    assert back.figures["api_writes"] == 7.0
+    assert back.figures["held_idle_gpu_s"] == 16 * 5
