@@ -15,7 +15,8 @@ All times are seconds from the run's start.
   step ready while the first initializers run, one pipeline left at the end);
 - admission wait: a Workload's QuotaReserved time - its creation, mean and p95;
 - order inversions: see ``inversions``; of them, the backfills (``backfilled``: the earlier
-  step did not fit in the GPUs free when the later one was admitted);
+  step did not fit in the GPUs free when the later one was admitted) and the pairs whose
+  Workloads were created in the same second (``same_second``: no order Kueue can see);
 - hand-off latency: see ``handoff``.
 """
 
@@ -169,6 +170,21 @@ def backfilled(
     ]
 
 
+def same_second(
+    pairs: list[tuple[GpuStep, GpuStep]], holds: list[Hold]
+) -> list[tuple[GpuStep, GpuStep]]:
+    """The inverted pairs (x, y) whose Workloads were created in the same second. Kueue orders a
+    queue by priority, then the Workload's ``creationTimestamp`` (whole seconds), then its UID
+    (v0.19.2 ``pkg/cache/queue/cluster_queue.go``, ``baseCompareFunc``): two TrainJobs created
+    a fraction of a second apart whose Workloads share a second are in no order Kueue can see."""
+    created = {h.workload: h.created for h in holds}
+    return [
+        (x, y)
+        for x, y in pairs
+        if x.workload in created and created.get(x.workload) == created.get(y.workload)
+    ]
+
+
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile (0 for no values)."""
     if not values:
@@ -210,6 +226,7 @@ def summary(
         "workloads": float(len(holds)),
         "inversions": float(len(pairs)),
         "inversions_backfill": float(len(backfilled(pairs, holds, gpu_quota))),
+        "inversions_same_second": float(len(same_second(pairs, holds))),
     }
 
 

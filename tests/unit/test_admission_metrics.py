@@ -23,6 +23,7 @@ from benchmarks.admission_metrics import (
     percentile,
     quota_account,
     ready_capacity,
+    same_second,
     summary,
     union,
 )
@@ -94,6 +95,7 @@ def test_summary() -> None:
         "workloads": 2.0,
         "inversions": 0.0,
         "inversions_backfill": 0.0,
+        "inversions_same_second": 0.0,
     }
 
 
@@ -165,6 +167,23 @@ def test_an_inversion_is_a_backfill_when_the_earlier_step_did_not_fit() -> None:
     jobs = [TrainJobTimes(n, 0, 50, "Complete") for n in "abc"]
     got = summary(jobs, holds, [], gpu_quota=32, steps=[x, y, v])
     assert (got["inversions"], got["inversions_backfill"]) == (2.0, 1.0)
+
+
+def test_an_inversion_between_workloads_of_one_second_is_a_tie_for_kueue() -> None:
+    """a and b were created 0.1 s apart and their trainers' Workloads in the same second (100):
+    Kueue orders them by UID, so b's admitted first is no order break it could see; c's
+    Workload was created a second later."""
+    x = GpuStep("a", 100.2, 0, 110, 140, "wx")
+    y = GpuStep("b", 100.3, 0, 112, 130, "wy")
+    v = GpuStep("c", 101.1, 0, 114, 135, "wv")
+    holds = [
+        Hold("a", "wx", 16, 100, 140, 150),
+        Hold("b", "wy", 16, 100, 130, 140),
+        Hold("c", "wv", 16, 101, 135, 145),
+    ]
+    pairs = inverted([x, y, v])
+    assert pairs == [(x, y), (x, v)]
+    assert same_second(pairs, holds) == [(x, y)]
 
 
 def test_a_step_of_unknown_size_is_taken_to_fit() -> None:
