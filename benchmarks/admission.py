@@ -24,7 +24,8 @@ setup, trainweave-kept: the controller with --kept-position.
 Watches (benchmarks/admission_record.py) record every Workload, pod and Workflow as the
 cluster writes them, and when each state was first seen; what is submitted comes from
 benchmarks/admission_trace.py, the figures from benchmarks/admission_metrics.py, the host's
-API write counter and CPU seconds from benchmarks/admission_host.py. Prints
+API write counter and CPU seconds from benchmarks/admission_host.py; a run's records and its
+JSON lines are benchmarks/admission_report.py's. Prints
 machine, versions and engine settings, a JSON line of figures per run and, for trainweave runs,
 `{"handoff": ...}` (p50/p99 of each part of a step hand-off) and `{"quota": ...}` (where the GPU
 quota's seconds went: held before a step's pods existed, until they ran, while they ran, after
@@ -51,7 +52,7 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -60,18 +61,11 @@ from kubernetes import client, config
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from admission_host import apiserver_writes, cpu_seconds, engines_cpu, own_cpu
 from admission_metrics import (
-    GpuStep,
-    Hold,
-    QuotaHold,
-    Span,
-    StepStart,
     TrainJobTimes,
-    free_account,
-    handoff,
-    quota_account,
     summary,
 )
 from admission_record import KUEUE, Recorder, Steps, condition_time, holds, spans, stamp
+from admission_report import Run, from_dump, report
 from admission_trace import (
     GPU_QUOTA,
     TRACES,
@@ -86,22 +80,6 @@ from admission_trace import (
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAINER = ("trainer.kubeflow.org", "v1alpha1")
-
-
-@dataclass
-class Run:
-    """One trace under one setup: what was recorded, and the figures."""
-
-    setup: str
-    jobs: list[TrainJobTimes] = field(default_factory=list)
-    holds: list[Hold] = field(default_factory=list)
-    spans: list[Span] = field(default_factory=list)
-    starts: list[StepStart] = field(default_factory=list)
-    gpu_steps: list[GpuStep] = field(default_factory=list)
-    cpu: dict[str, float] = field(default_factory=dict)
-    writes: dict[str, float] = field(default_factory=dict)
-    quota_holds: list[QuotaHold] = field(default_factory=list)
-    figures: dict[str, float] = field(default_factory=dict)
 
 
 class Cluster:
@@ -289,46 +267,6 @@ def last_line(name: str, up: Run, tws: list[Run]) -> str:
             f" nokept-inversions={inv:.0f} nokept-jct-p99-ratio={p99:.2f}"
         )
     return line
-
-
-def report(name: str, run: Run) -> None:
-    """Print a run's JSON lines: its figures, then (trainweave) the hand-off and the quota
-    account, the API writes and the CPU seconds."""
-    setup = run.setup
-    print(json.dumps({"trace": name, "setup": setup,
-                      **{k: round(v, 2) for k, v in run.figures.items()}}), flush=True)  # fmt: skip
-    if run.starts:
-        print(
-            json.dumps({"trace": name, "setup": setup, "handoff": handoff(run.starts)}), flush=True
-        )
-        quota = quota_account(run.quota_holds, GPU_QUOTA, run.figures["makespan_s"])
-        begin = min((j.created for j in run.jobs), default=0.0)
-        quota |= free_account(run.gpu_steps, run.holds, GPU_QUOTA, begin,
-                              begin + run.figures["makespan_s"])  # fmt: skip
-        print(json.dumps({"trace": name, "setup": setup, "quota": quota}), flush=True)
-    print(json.dumps({"trace": name, "setup": setup,
-                      "api_writes_per_trainjob_top": run.writes}), flush=True)  # fmt: skip
-    print(json.dumps({"trace": name, "setup": setup, "cpu_s": run.cpu,
-                      "wall_s": round(run.figures["makespan_s"], 1)}), flush=True)  # fmt: skip
-
-
-def from_dump(line: Json) -> tuple[str, Run]:
-    """A dumped run (``--dump``), its figures worked out again by today's metrics: the trace's
-    name and the Run."""
-    run = Run(
-        line["setup"],
-        [TrainJobTimes(**j) for j in line["jobs"]],
-        [Hold(**h) for h in line["holds"]],
-        [Span(**s) for s in line["spans"]],
-        [StepStart(**s) for s in line["starts"]],
-        [GpuStep(**g) for g in line["gpu_steps"]],
-        line["cpu"],
-        line["writes"],
-        [QuotaHold(**q) for q in line["quota_holds"]],
-    )
-    figures = summary(run.jobs, run.holds, run.spans, GPU_QUOTA, run.gpu_steps)
-    run.figures = line["figures"] | figures  # API writes are the cluster's, kept as recorded
-    return line["trace"], run
 
 
 SETUPS = ("upstream", "trainweave", "trainweave-kept")
