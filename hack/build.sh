@@ -2,10 +2,15 @@
 # Build the pinned engines of the local control plane (hack/versions.env) from the Go module proxy into
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/trainweave/engines/<hash of versions.env>/bin
 # Each component is built once per hash (a stamp file bin/.<name>.ok); a warm run only checks stamps.
+# Each build holds a lock (bin/.<name>.lock), so invocations may run at once: a second one waits
+# for a component being built and then finds its stamp (`.ci/run` starts `all` in the background
+# while the fast lane runs). Without an argument the engines build in two lanes at once (each
+# lane's `go build` waits on the network as often as on the CPU: two lanes keep both cores busy).
 # Prints how long each build took (also appended to <engines>/build-times.log).
-# Usage: hack/build.sh [--print-dir | oracle | node]
+# Usage: hack/build.sh [--print-dir | oracle | node | all]
 #   --print-dir: only print the engines folder, build nothing; oracle: build only hack/oracle (unit tier);
-#   node: build only the real-container node's kubelet and CoreDNS (hack/node.py).
+#   node: build only the real-container node's kubelet and CoreDNS (hack/node.py);
+#   all: the oracle, the engines and the node's binaries (what `make test` needs), oracle first.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VERSIONS="$ROOT/hack/versions.env"
@@ -24,16 +29,30 @@ JOBS="${BUILD_JOBS:-2}"
 LOG="$ENG/build-times.log"
 TOTAL0=$(date +%s)
 
-step() {  # step NAME FUNCTION: run FUNCTION unless bin/.NAME.ok exists; time it
+step() {  # step NAME FUNCTION: run FUNCTION unless bin/.NAME.ok exists (under its lock); time it
   local name=$1 fn=$2 t0 t1
   if [[ -f "$BIN/.$name.ok" ]]; then echo "build.sh: $name: up to date"; return 0; fi
+  exec {lock}>"$BIN/.$name.lock"
+  flock "$lock"  # another build.sh may be building it: wait, then it is up to date
+  if [[ -f "$BIN/.$name.ok" ]]; then echo "build.sh: $name: built meanwhile"; exec {lock}>&-; return 0; fi
   echo "build.sh: building $name ..."
   t0=$(date +%s)
   "$fn"
   t1=$(date +%s)
   touch "$BIN/.$name.ok"
+  exec {lock}>&-
   echo "build.sh: built $name in $((t1 - t0))s"
   echo "$(date -u +%FT%TZ) $name $((t1 - t0))s go=$(go env GOVERSION) cpus=$(nproc)" >>"$LOG"
+}
+
+lanes() {  # lanes "STEP FN STEP FN ..." "STEP FN ...": each lane's steps in order, lanes at once
+  local pids=() lane rc=0
+  for lane in "$@"; do
+    ( set -- $lane; while (($#)); do step "$1" "$2"; shift 2; done ) &
+    pids+=("$!")
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || rc=$?; done
+  return "$rc"
 }
 
 moddir() { go mod download -json "$1" | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(d.get("Error")) if d.get("Error") else print(d["Dir"])'; }
@@ -175,13 +194,13 @@ step sources-2 sources
 step "$ORACLE_STAMP" oracle
 if [[ "${1:-}" == "oracle" ]]; then echo "build.sh: oracle ready in $BIN"; exit 0; fi
 if [[ "${1:-}" == "node" ]]; then step kubelet kubelet; step coredns coredns; echo "build.sh: node binaries ready in $BIN"; exit 0; fi
-step etcd etcd
-step kwok kwok
-step kubernetes kubernetes
-step kueue kueue
-step kueuectl kueuectl
-step argo argo
-step argo-cli argo_cli
-step trainer trainer
-step jobset jobset
+# Lane one: Kubernetes' modules (kube-apiserver & co., then the kubelet from the same build cache),
+# etcd, kwok; lane two: Argo (its CLI first: `make argo-lint` needs it before the e2e tier), Kueue,
+# Trainer, JobSet. With `all` the node's kubelet and CoreDNS join lane one.
+ONE="etcd etcd kubernetes kubernetes"
+TWO="argo-cli argo_cli argo argo kueue kueue kueuectl kueuectl trainer trainer jobset jobset"
+if [[ "${1:-}" == "all" ]]; then ONE="$ONE kubelet kubelet"; fi
+ONE="$ONE kwok kwok"
+if [[ "${1:-}" == "all" ]]; then ONE="$ONE coredns coredns"; fi
+lanes "$ONE" "$TWO"
 echo "build.sh: engines ready in $BIN (total $(($(date +%s) - TOTAL0))s)"

@@ -3,8 +3,8 @@
 .PHONY: e2e-multicluster engines cluster-up cluster-down cluster-status e2e chaos node-up node-down e2e-real kind-up kind-down
 
 E2E_PYTEST_ARGS ?=
-# the slowest tests, printed at the end of every e2e run (where the 30-minute warm CI goes)
-E2E_DURATIONS ?= --durations=12
+# parallel phase workers (hack/e2e.sh); every run prints its slowest tests and per-file totals
+E2E_WORKERS ?= 3
 
 ## Build the pinned engines (hack/versions.env) into the user cache; no-op when already built.
 engines:
@@ -22,14 +22,15 @@ cluster-down: venv
 cluster-status: venv
 	$(PY) hack/cluster.py status
 
-## e2e tests on the local control plane: up if needed, pytest -m e2e, down if it started it
-## (hack/cluster.py with: TRAINWEAVE_KUBECONFIG set, pytest's exit code, 1 if down fails).
+## e2e tests on the local control plane: up if needed, hack/e2e.sh (a parallel phase, then the
+## serial one), down if it started it (hack/cluster.py with: TRAINWEAVE_KUBECONFIG set, the
+## tests' exit code, 1 if down fails). JUnit XML in .cache/e2e/; durations printed at the end.
 ## With KUBECONFIG_E2E=<path> (e.g. from kind-up) the tests run against that cluster instead.
 e2e: venv
 ifeq ($(KUBECONFIG_E2E),)
-	$(PY) hack/cluster.py with -- $(PY) -m pytest -m e2e tests/e2e $(E2E_DURATIONS) $(E2E_PYTEST_ARGS)
+	E2E_WORKERS=$(E2E_WORKERS) $(PY) hack/cluster.py with -- bash hack/e2e.sh $(PY) $(E2E_PYTEST_ARGS)
 else
-	TRAINWEAVE_KUBECONFIG=$(KUBECONFIG_E2E) $(PY) -m pytest -m e2e tests/e2e $(E2E_DURATIONS) $(E2E_PYTEST_ARGS)
+	E2E_WORKERS=$(E2E_WORKERS) TRAINWEAVE_KUBECONFIG=$(KUBECONFIG_E2E) bash hack/e2e.sh $(PY) $(E2E_PYTEST_ARGS)
 endif
 
 ## The chaos suite at full size: tests/e2e/test_chaos.py ten times over (200 pipelines, 50
@@ -60,4 +61,4 @@ kind-down:
 ## dirs and ports, apart from cluster-up's), tests/e2e_multicluster; down after if it started them.
 ## Not in `make test`.
 e2e-multicluster: venv
-	$(PY) hack/multicluster.py with -- $(PY) -m pytest -m e2e tests/e2e_multicluster -s $(E2E_DURATIONS) $(E2E_PYTEST_ARGS)
+	$(PY) hack/multicluster.py with -- $(PY) -m pytest -m e2e tests/e2e_multicluster -s --durations=12 $(E2E_PYTEST_ARGS)

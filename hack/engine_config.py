@@ -27,10 +27,11 @@ KUEUE_UPSTREAM_FRAMEWORKS = [
 ]
 
 # Fake node pools (kwok): no taints, loopback InternalIP, labelled for ResourceFlavor nodeLabels.
+# 6 x 8 GPUs: three e2e tests at once (hack/e2e.sh), each with a 16-GPU ClusterQueue, all fit.
 POOLS: dict[str, dict[str, Any]] = {
     "cpu": {"count": 4, "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
     "gpu": {
-        "count": 4,
+        "count": 6,
         "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"},
     },
 }

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from kubernetes import client
 
+from . import durations
 from .controller_proc import ControllerProc
 from .integrity import Integrity
 from .kube import (
@@ -31,6 +32,15 @@ from .real import EXAMPLE, NODE, ROOT, Json, argo_dir, workspace_volume
 from .service_account import apply_rbac, mint_token, token_kubeconfig
 
 CLUSTER_PY = Path(__file__).resolve().parents[2] / "hack" / "cluster.py"
+CHECKERS: dict[str, Integrity] = {}  # namespace -> its pods' watch (the ``namespace`` fixture)
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+) -> None:
+    """The slowest tests and the time per file (tests/e2e/durations.py), on every run."""
+    if not hasattr(config, "workerinput"):  # the xdist controller (or a run without xdist)
+        durations.summary(terminalreporter, config)
 
 
 @pytest.fixture(scope="session")
@@ -67,8 +77,9 @@ def kube(kube_api: client.ApiClient) -> Kube:
 def namespace(kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace per test, labelled so Kueue's pod integration manages it.
 
-    Deleted afterwards; its Workloads are deleted first so that Kueue strips its pod finalizers
-    (pods of a retriable group would otherwise hold the namespace in Terminating).
+    Deleted afterwards, not awaited (the deletion finishes while later tests run; the cluster
+    goes down at the end); its Workloads are deleted first so that Kueue strips its pod
+    finalizers (pods of a retriable group would otherwise hold the namespace in Terminating).
 
     Every pod that runs in it is checked for referential integrity (``integrity.Integrity``):
     a Secret, ConfigMap, PVC, ServiceAccount or Service it needs and that does not exist fails
@@ -78,12 +89,21 @@ def namespace(kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
     name = f"{base}-{uuid.uuid4().hex[:5]}"
     kube.create_namespace(name, {E2E_NAMESPACE_LABEL: "true"})
     checker = Integrity(kube.api, name).start()
+    CHECKERS[name] = checker
     yield name
     checker.stop()
+    del CHECKERS[name]
     for wl in kube.list(("kueue.x-k8s.io", "v1beta2"), "workloads", name):
         kube.delete(("kueue.x-k8s.io", "v1beta2"), "workloads", wl["metadata"]["name"], name)
-    kube.delete_namespace(name, wait=120)
+    kube.delete_namespace(name)
     assert checker.problems == [], f"pods reference missing objects: {checker.problems}"
+
+
+@pytest.fixture
+def pod_history(namespace: str) -> dict[str, Json]:
+    """Each pod of the test's namespace as its watch last saw it, by name: a pod deleted since
+    keeps its final state (a wait on a pod that may be gone reads this, not the API server)."""
+    return CHECKERS[namespace].seen
 
 
 @pytest.fixture
@@ -172,8 +192,7 @@ def real_queues(kube: Kube, namespace: str, real_node: str) -> Iterator[None]:
     for obj in yaml.safe_load_all((EXAMPLE / "queues.yaml").read_text()):
         kind, meta = obj["kind"], obj["metadata"]
         if kind == "ResourceFlavor":
-            if kube.get(KUEUE, "resourceflavors", meta["name"]) is None:
-                kube.create(KUEUE, "resourceflavors", obj)
+            kube.create(KUEUE, "resourceflavors", obj, exist_ok=True)
         elif kind == "ClusterQueue":
             meta["name"] = f"{namespace}-{meta['name']}"
             kube.create(KUEUE, "clusterqueues", obj)

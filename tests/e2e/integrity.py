@@ -63,6 +63,8 @@ class Integrity:
         self.namespace = namespace
         self.checked: set[str] = set()
         self.problems: list[str] = []
+        # each pod as last seen by the watch, by name; a deleted pod keeps its final state
+        self.seen: dict[str, Json] = {}
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -89,7 +91,9 @@ class Integrity:
                     self.core.list_namespaced_pod, self.namespace, **kwargs
                 )
                 for event in events:
-                    self.observe(event["raw_object"])
+                    raw = event["raw_object"]
+                    self.seen[(raw.get("metadata") or {}).get("name", "")] = raw
+                    self.observe(raw)
                 version = w.resource_version
             except ApiException as err:
                 if err.status != 410:

@@ -1,6 +1,9 @@
 """Generic helpers for the e2e tier: kubeconfig, namespaces, custom objects, waiting.
 
 Synchronisation is always "poll a condition with a deadline" (`wait_until`), never a bare sleep.
+A wait retries only what is transient (``transient``): an error the API server gives while an
+object is being created, moved or restarted; anything else (403, 422, a bug in the test) ends it
+at once, so a red run is short. A wait for something to go away counts 404 as gone (``gone``).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+import urllib3
 import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
@@ -53,20 +57,40 @@ class Timeout(AssertionError):
     pass
 
 
+# 404: not created yet (or a cache behind); 409: a write raced another; 429 and 5xx: the API
+# server busy or restarting (the chaos test restarts it); 0: the client gave up on the connection.
+TRANSIENT_STATUS = frozenset({0, 404, 409, 429, 500, 502, 503, 504})
+
+
+def transient(err: BaseException) -> str | None:
+    """What a wait may retry, as a line for its timeout message; None: the wait must fail now."""
+    if isinstance(err, ApiException):
+        return (
+            f"ApiException {err.status}: {err.reason}" if err.status in TRANSIENT_STATUS else None
+        )
+    if isinstance(err, urllib3.exceptions.HTTPError | ConnectionError):
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
 def wait_until(
     what: str,
     fn: Callable[[], T | None],
     timeout: float = 60.0,
     interval: float = 0.25,
 ) -> T:
-    """Call fn until it returns something truthy; return it. Fail with `what` at the deadline."""
+    """Call fn until it returns something truthy; return it. Fail with `what` at the deadline,
+    or at once when fn raises something that is not ``transient``."""
     deadline = time.monotonic() + timeout
     last: object = None
     while True:
         try:
             value = fn()
-        except ApiException as e:
-            value, last = None, f"ApiException {e.status}: {e.reason}"
+        except Exception as e:
+            why = transient(e)
+            if why is None:
+                raise
+            value, last = None, why
         if value:
             return value
         if last is None or not isinstance(last, str):
@@ -74,6 +98,16 @@ def wait_until(
         if time.monotonic() >= deadline:
             raise Timeout(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
         time.sleep(interval)
+
+
+def gone(read: Callable[[], object]) -> bool:
+    """For a wait on something going away: ``read`` raising 404 (or returning None) is gone."""
+    try:
+        return read() is None
+    except ApiException as e:
+        if e.status == 404:
+            return True
+        raise
 
 
 def load_manifest(name: str, **subst: str) -> Any:
@@ -135,7 +169,7 @@ class Kube:
         if wait:
             wait_until(
                 f"namespace {name} gone",
-                lambda: not self._exists(lambda: self.core.read_namespace(name)),
+                lambda: gone(lambda: self.core.read_namespace(name)),
                 timeout=wait,
             )
 
@@ -151,15 +185,30 @@ class Kube:
 
     # -- custom objects ---------------------------------------------------------------------------
     def create(
-        self, gv: tuple[str, str], plural: str, obj: dict[str, Any], namespace: str | None = None
+        self,
+        gv: tuple[str, str],
+        plural: str,
+        obj: dict[str, Any],
+        namespace: str | None = None,
+        exist_ok: bool = False,
     ) -> dict[str, Any]:
+        """Create ``obj``; with ``exist_ok`` an object shared by tests that run at once (a
+        ResourceFlavor) may already be there: a 409 returns the existing one."""
         group, version = gv
-        if namespace:
-            out = self.custom.create_namespaced_custom_object(
-                group, version, namespace, plural, obj
-            )
-        else:
-            out = self.custom.create_cluster_custom_object(group, version, plural, obj)
+        try:
+            if namespace:
+                out = self.custom.create_namespaced_custom_object(
+                    group, version, namespace, plural, obj
+                )
+            else:
+                out = self.custom.create_cluster_custom_object(group, version, plural, obj)
+        except ApiException as e:
+            if e.status != 409 or not exist_ok:
+                raise
+            existing = self.get(gv, plural, obj["metadata"]["name"], namespace)
+            if existing is None:
+                raise
+            return existing
         return dict(cast("dict[str, Any]", out))
 
     def get(

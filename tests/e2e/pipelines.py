@@ -101,11 +101,34 @@ def trainjob(kube: Kube, ns: str, name: str = "ft") -> Json:
     return cast(Json, kube.custom.get_namespaced_custom_object(*TRAINER, ns, "trainjobs", name))
 
 
+TERMINAL = ("Complete", "Failed")
+
+
+def ended(tj: Json) -> Json | None:
+    """The TrainJob's terminal condition (Complete or Failed, True), if it has one."""
+    for ctype in TERMINAL:
+        c = condition(tj, ctype)
+        if c and c.get("status") == "True":
+            return c
+    return None
+
+
 def wait_condition(kube: Kube, ns: str, ctype: str, timeout: float = 180, name: str = "ft") -> Json:
+    """Until the TrainJob has ``ctype`` True. A wait for a terminal condition ends at the first
+    terminal condition: the other one fails the test at once, with its reason and message."""
+
     def ok() -> Json | None:
         tj = trainjob(kube, ns, name)
         c = condition(tj, ctype)
-        return tj if c and c.get("status") == "True" else None
+        if c and c.get("status") == "True":
+            return tj
+        end = ended(tj) if ctype in TERMINAL else None
+        if end is not None:
+            raise AssertionError(
+                f"TrainJob {ns}/{name} ended {end['type']} ({end.get('reason')}: "
+                f"{end.get('message')}), waiting for {ctype}"
+            )
+        return None
 
     return wait_until(f"TrainJob {name} {ctype}", ok, timeout=timeout)
 

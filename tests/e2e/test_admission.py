@@ -22,7 +22,7 @@ from .kube import Kube, default_kubeconfig
 # by name, so that mypy checks it as a file (make typecheck) and not through this package.
 admission: Any = importlib.import_module("benchmarks.admission")
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 
 
 def test_trainweave_holds_no_gpus_while_initializers_run(kube: Kube) -> None:

@@ -12,11 +12,8 @@ Pod outcomes come from the kwok stage knobs `trainweave.test/exit-code[.N]` and
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
-import sys
 import textwrap
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -26,91 +23,12 @@ from tests.oracle import harness
 
 from .controller_proc import ControllerProc
 from .kube import KUEUE, Kube, Pod, condition, default_kubeconfig, load_manifest, wait_until
-from .pipelines import RJOBS, TRAINER, apply, example, trainjob, wait_condition, workflows
+from .pipelines import TRAINER, apply, example, trainjob, wait_condition, workflows
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 HOLD = "trainweave.test/hold"  # a finalizer that keeps a pod until the test lets go
 Json = dict[str, Any]
-
-
-def test_llm_finetune_completes(
-    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
-) -> None:
-    queues()
-    apply(kube, namespace, *example(namespace))
-    tj = wait_condition(kube, namespace, "Complete")
-    cond = condition(tj, "Complete")
-    assert cond is not None and cond["reason"] == "AllJobsCompleted"
-    jobs = {j["name"]: j for j in tj["status"]["jobsStatus"]}
-    assert set(jobs) == set(RJOBS)
-    # counted in Jobs as JobSet does: the two trainer pods are one Job (Trainer's torch runtime)
-    assert jobs["node"]["succeeded"] == 1 and jobs["dataset-initializer"]["succeeded"] == 1
-    assert all(j["failed"] == j["active"] == 0 for j in jobs.values())
-    quota = json.loads(tj["metadata"]["annotations"]["trainweave.io/quota"])
-    steps = {s["step"]: s for s in quota["steps"]}
-    assert set(steps) == set(RJOBS)
-    assert steps["node"]["clusterQueue"] == f"{namespace}-gpu"
-    assert steps["node"]["usage"]["nvidia.com/gpu"] == "2"
-    assert steps["node"]["resourceSeconds"]["nvidia.com/gpu"] > 0
-    assert [w["metadata"]["name"] for w in workflows(kube, namespace)] == ["ft"]
-    assert controller.metric("trainweave_step_admission_wait_seconds_count") >= 4
-    out = subprocess.run(
-        [sys.executable, "-m", "trainweave.cli", "status", "ft", "-n", namespace,
-         "--kubeconfig", str(default_kubeconfig())],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    assert "model-exporter" in out.stdout and "GPU-hours" in out.stdout
-
-
-def test_permanent_exit_code_fails_naming_step_and_code(
-    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
-) -> None:
-    queues()
-    apply(kube, namespace, *example(namespace, codes={"node": [1]}))
-    tj = wait_condition(kube, namespace, "Failed")
-    cond = condition(tj, "Failed")
-    assert cond is not None and cond["reason"] == "FailedJobs"
-    assert "'node'" in cond["message"] and "exit code 1" in cond["message"]
-    jobs = {j["name"]: j for j in tj["status"]["jobsStatus"]}
-    assert (jobs["node"]["failed"], jobs["node"]["succeeded"]) == (1, 0)
-    # Argo gave up: the trainer's pod group no longer holds GPU quota
-    wait_until("trainer Workload released", lambda: _workload_done(kube, namespace, "ft-node-a0"))
-
-
-def _workload_done(kube: Kube, ns: str, name: str) -> bool:
-    wl = kube.workload(ns, name)
-    if wl is None:
-        return True
-    c = condition(wl, "Finished")
-    return bool(c and c.get("status") == "True")
-
-
-def test_retryable_exit_code_recovers(
-    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
-) -> None:
-    queues()
-    apply(kube, namespace, *example(namespace, nodes=1, codes={"node": [137, 0]}))
-    tj = wait_condition(kube, namespace, "Complete")
-    jobs = {j["name"]: j for j in tj["status"]["jobsStatus"]}
-    assert (jobs["node"]["succeeded"], jobs["node"]["failed"]) == (1, 0)
-
-
-def test_max_restarts_then_reached_max_restarts(
-    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
-) -> None:
-    queues()
-    apply(
-        kube,
-        namespace,
-        *example(namespace, nodes=1, max_restarts=2, codes={"node": [1]}),
-    )
-    tj = wait_condition(kube, namespace, "Failed", timeout=400)
-    cond = condition(tj, "Failed")
-    assert cond is not None and cond["reason"] == "ReachedMaxRestarts", cond
-    assert tj["metadata"]["annotations"]["trainweave.io/attempts"] == "3"
-    names = sorted(w["metadata"]["name"] for w in workflows(kube, namespace))
-    assert names == ["ft", "ft-r1", "ft-r2"]
 
 
 def test_shared_backoff_limit_fails_the_step_on_its_third_failed_pod(
@@ -187,6 +105,14 @@ def test_failjob_on_a_second_container_fails_the_step_at_once(
     wait_until("trainer Workload released", lambda: _workload_done(kube, namespace, "ft-node-a0"))
 
 
+def _workload_done(kube: Kube, ns: str, name: str) -> bool:
+    wl = kube.workload(ns, name)
+    if wl is None:
+        return True
+    c = condition(wl, "Finished")
+    return bool(c and c.get("status") == "True")
+
+
 def test_suspend_then_resume_continues_from_interrupted_step(
     kube: Kube, namespace: str, queues: Any, controller: ControllerProc
 ) -> None:
@@ -238,29 +164,6 @@ def _reserved(cq: Json, resource: str) -> float:
             if r["name"] == resource:
                 total += float(str(r["total"]))
     return total
-
-
-def test_deadline_fails_and_stops_workflow(
-    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
-) -> None:
-    queues()
-    apply(kube, namespace, *example(namespace, nodes=1, deadline=15, durations={"node": "300s"}))
-    tj = wait_condition(kube, namespace, "Failed", timeout=120)
-    cond = condition(tj, "Failed")
-    assert cond is not None
-    assert (cond["reason"], cond["message"]) == (
-        "DeadlineExceeded",
-        "TrainJob exceeded its active deadline",
-    )
-    wait_until(
-        "workflow stopped", lambda: kube.workflow(namespace, "ft")["spec"].get("shutdown") == "Stop"
-    )
-    wait_until(
-        "trainer Workload released",
-        lambda: _workload_done(kube, namespace, "ft-node-a0"),
-        timeout=60,
-    )
-    assert [w["metadata"]["name"] for w in workflows(kube, namespace)] == ["ft"]  # never retried
 
 
 def test_deleting_trainjob_cleans_up(
@@ -351,46 +254,6 @@ def test_missing_runtime_fails_with_reason(
     assert cond is not None and cond["reason"] == "TrainingRuntimeNotFound"
     assert "spec.runtimeRef.name" in cond["message"]
     assert workflows(kube, namespace) == []
-
-
-def test_controller_killed_mid_pipeline_resumes_without_duplicates(
-    kube: Kube, namespace: str, queues: Any, start_controller: Callable[[str], ControllerProc]
-) -> None:
-    queues()
-    first = start_controller("a")
-    apply(kube, namespace, *example(namespace, nodes=1, durations={"node": "10s"}))
-    wait_until(
-        "trainer running", lambda: _phase_pods(kube, namespace, "node", "Running"), timeout=120
-    )
-    first.stop(signal.SIGKILL)
-    second = start_controller("b")  # takes over once the killed leader's Lease expires
-    tj = wait_condition(kube, namespace, "Complete", timeout=180)
-    assert [w["metadata"]["name"] for w in workflows(kube, namespace)] == ["ft"]
-    assert "trainweave.io/attempts" not in tj["metadata"]["annotations"]  # attempt 0 only
-    assert second.proc.poll() is None
-
-
-def test_two_replicas_one_leader(
-    kube: Kube, namespace: str, start_controller: Callable[[str], ControllerProc]
-) -> None:
-    a, b = start_controller("a"), start_controller("b")
-
-    def holder() -> str | None:
-        from kubernetes import client
-
-        try:
-            obj: Any = client.CoordinationV1Api(kube.api).read_namespaced_lease(
-                a.lease_name, a.lease_namespace
-            )
-        except client.ApiException:
-            return None
-        return obj.spec.holder_identity or None
-
-    leader = wait_until("a leader", holder, timeout=30)
-    follower = b if leader == "a" else a
-    for _ in range(3):  # the Lease stays with one holder while both run
-        assert wait_until("lease held", holder, timeout=10) == leader
-    assert follower.metric("trainweave_reconciles_total") == 0
 
 
 def test_gpu_queue_saturated_trainer_waits_without_holding_gpus(

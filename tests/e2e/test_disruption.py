@@ -126,6 +126,7 @@ def test_evicted_rank_and_its_lost_peer_cost_no_retry(
     )
 
 
+@pytest.mark.serial  # cordons a shared GPU node
 def test_drained_node_costs_no_retry_and_a_real_failure_after_counts_once(
     kube: Kube, namespace: str, queues: Any, controller: ControllerProc
 ) -> None:

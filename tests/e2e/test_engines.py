@@ -35,6 +35,7 @@ pytestmark = pytest.mark.e2e
 GATE = "kueue.x-k8s.io/admission"
 POOL = "trainweave.test/pool"
 FINAL = ("Succeeded", "Failed", "Error")
+Json = dict[str, Any]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -348,7 +349,7 @@ def test_exit_1_is_permanent_and_the_workload_keeps_its_quota(
 
 
 def test_preemption_of_a_running_gpu_step(
-    kube: Kube, namespace: str, queues: Callable[..., None]
+    kube: Kube, namespace: str, queues: Callable[..., None], pod_history: dict[str, Json]
 ) -> None:
     queues(gpu_quota=16)
     high = f"{namespace}-high"
@@ -363,12 +364,12 @@ def test_preemption_of_a_running_gpu_step(
         },
     )
     try:
-        _preemption(kube, namespace, high)
+        _preemption(kube, namespace, high, pod_history)
     finally:
         kube.delete(KUEUE, "workloadpriorityclasses", high)
 
 
-def _preemption(kube: Kube, namespace: str, high: str) -> None:
+def _preemption(kube: Kube, namespace: str, high: str, pod_history: dict[str, Json]) -> None:
     name = submit(kube, namespace, "workflow-preempt.yaml", NAME="victim")
     group = f"{name}-train"
     w = Watcher(kube, namespace, name)
@@ -398,17 +399,22 @@ def _preemption(kube: Kube, namespace: str, high: str) -> None:
     kube.wait_workload(namespace, "urgent", lambda wl: reserved_at(wl) is not None, "admitted")
 
     # ... marks each running pod with the TerminationTarget condition and deletes it; the
-    # deleted pods stay (Kueue's finalizer) in phase Failed, exit code 143 from the kubelet (kwok).
-    def evicted_pods() -> list[Pod] | None:
-        pods: list[Pod] = [kube.core.read_namespaced_pod(p.metadata.name, namespace) for p in first]
-        ok = all(p.metadata.deletion_timestamp and p.status.phase == "Failed" for p in pods)
+    # deleted pods end in phase Failed, exit code 143 from the kubelet (kwok), and stay while
+    # Kueue's finalizer holds them (they may be gone already: their watch kept the last state).
+    def evicted_pods() -> list[Json] | None:
+        pods = [pod_history.get(p.metadata.name) or {} for p in first]
+        ok = all(
+            p.get("metadata", {}).get("deletionTimestamp")
+            and p.get("status", {}).get("phase") == "Failed"
+            for p in pods
+        )
         return pods if ok else None
 
     old = wait_until("preempted pods terminated", evicted_pods, timeout=60)
     for p in old:
-        conds = {c.type: c for c in p.status.conditions or []}
+        conds = {c["type"]: c for c in p["status"].get("conditions") or []}
         assert "TerminationTarget" in conds, conds
-        assert conds["TerminationTarget"].reason == "WorkloadEvictedDueToPreempted"
+        assert conds["TerminationTarget"]["reason"] == "WorkloadEvictedDueToPreempted"
         assert "DisruptionTarget" not in conds
 
     # Argo sees the pods fail (exit 143) and its retryStrategy creates replacement pods: same group,

@@ -36,7 +36,7 @@ from .kube import (
 )
 from .pipelines import apply, example, trainer_spent, trainjob, workflows
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 Json = dict[str, Any]
 CLUSTER_PY = Path(__file__).resolve().parents[2] / "hack" / "cluster.py"
 TIMEOUT = "20s"

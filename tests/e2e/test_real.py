@@ -22,7 +22,7 @@ from .kube import KUEUE, Kube, condition, wait_until
 from .pipelines import TRAINER, apply, trainjob, wait_condition, workflows
 from .real import NODE, exit_codes, logs, none_admitted, step_pods
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("real-node")]
 Json = dict[str, Any]
 
 

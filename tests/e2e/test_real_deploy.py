@@ -33,7 +33,7 @@ from .pipelines import apply, wait_condition, workflows
 from .real import NODE, ROOT, Json, logs, step_pods, workspace_volume
 from .service_account import DEPLOY, SA_NAMESPACE, apply_rbac
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("real-node")]
 
 IMAGE = "trainweave.local/controller:dev"
 SOCK = "/run/trainweave-node/containerd.sock"

@@ -17,7 +17,7 @@ from .kube import KUEUE, Kube, Pod, Timeout, condition, wait_until
 from .pipelines import apply, wait_condition, workflows
 from .real import NODE, exit_codes, logs, step_pods
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("real-node")]
 
 
 def test_mpirun_over_ssh_runs_a_rank_on_every_node(

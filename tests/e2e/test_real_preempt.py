@@ -27,7 +27,7 @@ from .kube import KUEUE, Kube, Pod, condition, condition_is, pod_nodes, wait_unt
 from .pipelines import apply, trainer_spent, trainjob, wait_condition, workflows
 from .real import NODE, Json, exit_codes, logs, none_admitted, step_pods
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("real-node")]
 
 LOW, HIGH = 100, 1000
 # the trainer step asks 2 x (100m, 128Mi) (TrainJob resourcesPerNode), the urgent pod 200m, 256Mi:

@@ -437,6 +437,7 @@ def _upstream_placed(kube: Kube, ns: str, trainjob: str, count: int) -> dict[int
     return wait_until(f"upstream pods of {trainjob} bound", bound, timeout=180)
 
 
+@pytest.mark.serial  # switches upstream on: no trainweave controller may run meanwhile
 def test_upstream_places_the_same_trainer_the_same_way(
     kube: Kube, namespace: str, fleet: list[Json]
 ) -> None:

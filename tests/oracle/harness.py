@@ -10,9 +10,11 @@ pod-level fields), and whether each side accepts the case.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
+import tempfile
 import venv
 from dataclasses import dataclass
 from decimal import Decimal
@@ -68,22 +70,26 @@ def sdk_python() -> Path:
     """The SDK's own virtualenv (it pins kubernetes<36), created once in the user cache."""
     env = _cache() / "sdk-venv-kubeflow-0.5.0"
     py = env / "bin" / "python"
-    if not (env / ".installed").exists():
-        venv.create(env, with_pip=True)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", SDK], check=True, timeout=600)
-        (env / ".installed").touch()
+    env.parent.mkdir(parents=True, exist_ok=True)
+    # e2e workers run at once (pytest-xdist): one creates the venv, the others wait for it
+    with (env.parent / "sdk-venv.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (env / ".installed").exists():
+            venv.create(env, with_pip=True, clear=True)
+            subprocess.run([str(py), "-m", "pip", "install", "-q", SDK], check=True, timeout=600)
+            (env / ".installed").touch()
     return py
 
 
 def sdk_cases(runtimes: list[Json]) -> list[Case]:
     """Run the SDK's TrainJob builder for every runtime; one Case per TrainJob it sends."""
-    source = _cache() / "oracle-runtimes.json"
-    source.parent.mkdir(parents=True, exist_ok=True)
-    source.write_text(json.dumps(runtimes))
-    out = subprocess.run(
-        [str(sdk_python()), str(Path(__file__).with_name("sdk_trainjobs.py")), str(source)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:  # one file per caller: workers run at once
+        source = Path(tmp) / "oracle-runtimes.json"
+        source.write_text(json.dumps(runtimes))
+        out = subprocess.run(
+            [str(sdk_python()), str(Path(__file__).with_name("sdk_trainjobs.py")), str(source)],
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
     if out.returncode != 0:
         raise RuntimeError(f"sdk_trainjobs.py failed:\n{out.stderr[-3000:]}")
     by_name = {rt["metadata"]["name"]: rt for rt in runtimes}
