@@ -6,6 +6,7 @@ working directory and PYTHONPATH (the editable install of this checkout is found
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -18,6 +19,13 @@ MAPPED = ("adapters", "integrations", "workflows")
 
 def tree(commit: str) -> Path:
     """The package tree of ``commit`` (full hash), made once."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with (CACHE / f"{commit}.lock").open("w") as lock:  # e2e workers run at once (xdist)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _make(commit)
+
+
+def _make(commit: str) -> Path:
     out = CACHE / commit
     link = out / "link"
     if (link / "trainweave" / "cli.py").exists():
