@@ -1,9 +1,9 @@
 """The Kueue admin's view of trainweave's pipelines on the real control plane (issue 10 item 5):
-Kueue's own ``kueuectl list workload``, ``trainweave queues`` (table and ``-o json``), and a real
-Prometheus (Debian's package) scraping the controller's /metrics with deploy/prometheus-rules.yaml.
-
-Two TrainJobs share a GPU ClusterQueue of 2 GPUs: ``ft``'s trainer (2 pods x 1 GPU) holds all of
-it, ``ft2``'s trainer waits. Each test prints what the admin sees (docs/admins.md shows it).
+a real Prometheus (Debian's package) scraping the controller's /metrics with
+deploy/prometheus-rules.yaml; the helpers for Kueue's own ``kueuectl list workload`` and
+``trainweave queues`` (table and ``-o json``), which tests/e2e/test_timeline.py runs on its
+scenario (one pipeline holds the GPUs, a second waits). Each test prints what the admin sees
+(docs/admins.md shows it).
 """
 
 from __future__ import annotations
@@ -41,26 +41,9 @@ def _finished(wl: Json) -> bool:
     return condition_is(wl, "Finished")
 
 
-def _cq_counts(kube: Kube, name: str) -> tuple[int, int]:
+def cq_counts(kube: Kube, name: str) -> tuple[int, int]:
     status = (kube.get(KUEUE, "clusterqueues", name) or {}).get("status") or {}
     return int(status.get("admittedWorkloads") or 0), int(status.get("pendingWorkloads") or 0)
-
-
-def _one_holds_one_waits(kube: Kube, ns: str) -> None:
-    """ft's trainer admitted on all of <ns>-gpu, then ft2 applied; its trainer waits."""
-    apply(kube, ns, *example(ns, "ft", durations={"node": "600s"}))
-    kube.wait_workload(ns, "ft-node-a0", _admitted, "Admitted", timeout=60)
-    apply(kube, ns, example(ns, "ft2", durations={"node": "600s"})[0], None)
-    kube.wait_workload(ns, "ft2-node-a0", _pending, "QuotaReserved=False", timeout=60)
-    for tj in ("ft", "ft2"):
-        for step in INITS:
-            kube.wait_workload(ns, f"{tj}-{step}-a0", _finished, "Finished", timeout=30)
-    want = {f"{ns}-gpu": (1, 1), f"{ns}-cpu": (0, 0)}
-    wait_until(
-        f"ClusterQueue counts {want}",
-        lambda: all(_cq_counts(kube, cq) == n for cq, n in want.items()),
-        timeout=30,
-    )
 
 
 def kueuectl() -> Path:
@@ -85,86 +68,13 @@ def table(text: str) -> list[dict[str, str]]:
     ]
 
 
-def _queues_cli(ns: str, *args: str) -> str:
+def queues_cli(ns: str, *args: str) -> str:
     out = subprocess.run(
         [sys.executable, "-m", "trainweave.cli", "queues", "-n", ns,
          "--kubeconfig", str(default_kubeconfig()), *args],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     return out.stdout
-
-
-def test_kueuectl_and_queues(
-    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
-) -> None:
-    """kueuectl lists the step Workloads; trainweave queues shows who holds and who waits."""
-    ns = namespace
-    queues(gpu_quota=2)
-    _one_holds_one_waits(kube, ns)
-
-    # Kueue's own CLI: one Workload per step, named <trainjob>-<step>-a<attempt> (the pod group),
-    # owned by the step's pods (Kueue's pod integration makes every pod of a group an owner).
-    out = subprocess.run(
-        [str(kueuectl()), "list", "workload", "-n", ns, "--kubeconfig", str(default_kubeconfig())],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    print(f"$ kueuectl list workload -n {ns}\n{out}")
-    rows = {r["NAME"]: r for r in table(out)}
-    for tj in ("ft", "ft2"):
-        for step in INITS:
-            row = rows[f"{tj}-{step}-a0"]
-            assert (row["LOCALQUEUE"], row["CLUSTERQUEUE"], row["STATUS"]) == (
-                "cpu", f"{ns}-cpu", "FINISHED"
-            ), row  # fmt: skip
-    for name, status in (("ft-node-a0", "ADMITTED"), ("ft2-node-a0", "PENDING")):
-        row = rows[name]
-        assert (row["LOCALQUEUE"], row["CLUSTERQUEUE"], row["STATUS"]) == (
-            "gpu",
-            f"{ns}-gpu",
-            status,
-        )
-        pods = {p.metadata.name for p in kube.group_pods(ns, name)}
-        assert len(pods) == 2 and all(p.startswith(name.split("-node")[0] + "-") for p in pods)
-        assert row["JOB TYPE"] == "pod", row
-        assert set(row["JOB NAME"].split(", ")) == pods, (row, pods)
-    assert rows["ft-node-a0"]["EXEC TIME"] and not rows["ft2-node-a0"]["EXEC TIME"]
-
-    # trainweave's view: per ClusterQueue, the pipeline holding it and the one waiting.
-    text = _queues_cli(ns)
-    print(f"$ trainweave queues -n {ns}\n{text}")
-    lines = text.splitlines()
-    assert f"ClusterQueue {ns}-gpu  cohort: -  admitted: 1  pending: 1" in lines
-    assert "  gpu: cpu 2/256, memory 2Gi/2Ti, nvidia.com/gpu 2/2 reserved/nominal" in lines
-    assert f"ClusterQueue {ns}-cpu  cohort: -  admitted: 0  pending: 0" in lines
-    assert "  no pipeline holds or waits for this quota" in lines
-    cells = [re.split(r"\s{2,}", ln.strip()) for ln in lines if ln.startswith(f"  {ns}  ")]
-    assert [c[1:6] for c in cells] == [
-        ["ft [Running]", "node", "trainer", "gpu", "Admitted"],
-        ["ft2 [Running]", "node", "trainer", "gpu", "Pending (Pending)"],
-    ], cells
-    assert cells[1][7:9] == ["-", "-"]  # waiting: holds nothing
-
-    doc = json.loads(_queues_cli(ns, "-o", "json"))
-    print(json.dumps(doc, indent=2))
-    gpu_cq = next(c for c in doc["clusterQueues"] if c["name"] == f"{ns}-gpu")
-    assert (gpu_cq["admittedWorkloads"], gpu_cq["pendingWorkloads"]) == (1, 1)
-    (team,) = gpu_cq["namespaces"]
-    assert (team["namespace"], team["localQueues"]) == (ns, ["gpu"])
-    pipes = {p["trainjob"]: p for p in team["pipelines"]}
-    (held,) = pipes["ft"]["steps"]
-    (waits,) = pipes["ft2"]["steps"]
-    assert (held["workload"], held["state"]) == ("ft-node-a0", "Admitted")
-    assert held["usage"] == {"cpu": "2", "memory": "2147483648", "nvidia.com/gpu": "2"}
-    assert held["gpuHours"] == pytest.approx(2 * held["heldSeconds"] / 3600, abs=1e-5)
-    assert held["gpuHours"] > 0 and held["waitedSeconds"] >= 0
-    assert pipes["ft"]["gpuHours"] >= held["gpuHours"]
-    assert (waits["workload"], waits["state"], waits["reason"]) == (
-        "ft2-node-a0",
-        "Pending",
-        "Pending",
-    )
-    assert waits["waitedSeconds"] > 0 and waits["heldSeconds"] == 0 and waits["usage"] == {}
-    assert team["otherWorkloads"] == {"admitted": 0, "pending": 0}
 
 
 def test_prometheus_scrapes_the_controller(

@@ -22,8 +22,8 @@ import pytest
 from tests.oracle import harness
 
 from .controller_proc import ControllerProc
-from .kube import KUEUE, Kube, Pod, condition, default_kubeconfig, load_manifest, wait_until
-from .pipelines import TRAINER, apply, example, trainjob, wait_condition, workflows
+from .kube import KUEUE, Kube, Pod, condition, default_kubeconfig, wait_until
+from .pipelines import TRAINER, apply, example, wait_condition, workflows
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -254,54 +254,6 @@ def test_missing_runtime_fails_with_reason(
     assert cond is not None and cond["reason"] == "TrainingRuntimeNotFound"
     assert "spec.runtimeRef.name" in cond["message"]
     assert workflows(kube, namespace) == []
-
-
-def test_gpu_queue_saturated_trainer_waits_without_holding_gpus(
-    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
-) -> None:
-    queues("2")
-    for i in range(1):  # a blocker pod group holding both GPUs
-        pod = load_manifest(
-            "pod-group.yaml", NS=namespace, GROUP="blocker", INDEX=str(i), QUEUE="gpu", COUNT="1"
-        )
-        pod["spec"]["containers"][0]["resources"] = {
-            "requests": {"cpu": "1"},
-            "limits": {"nvidia.com/gpu": "2"},
-        }
-        kube.core.create_namespaced_pod(namespace, pod)
-    wait_until("blocker admitted", lambda: _reserved(_cq(kube, namespace), "nvidia.com/gpu") == 2)
-    apply(kube, namespace, *example(namespace, nodes=2, gpus=1))
-
-    def trainer_waiting() -> Json | None:
-        wl = kube.workload(namespace, "ft-node-a0")
-        c = condition(wl, "QuotaReserved") if wl else None
-        return wl if c and c.get("status") == "False" else None
-
-    wait_until("trainer Workload pending", trainer_waiting, timeout=120)
-
-    def initializers_succeeded() -> bool:
-        status = trainjob(kube, namespace).get("status") or {}
-        jobs = {j["name"]: j for j in status.get("jobsStatus") or []}
-        return all(
-            (jobs.get(step) or {}).get("succeeded") == 1
-            for step in ("dataset-initializer", "model-initializer")
-        )
-
-    # The roll-up follows the initializers' pods through the controller's watch.
-    wait_until("initializers succeeded in jobsStatus", initializers_succeeded, timeout=30)
-    assert _reserved(_cq(kube, namespace), "nvidia.com/gpu") == 2  # only the blocker's
-
-    def waiting_event() -> bool:
-        events: list[Any] = kube.core.list_namespaced_event(
-            namespace, field_selector="involvedObject.name=ft"
-        ).items
-        return any(e.reason == "StepWaitingForQuota" and "queue gpu" in e.message for e in events)
-
-    # The controller sees the pending Workload through its own watch, after the test does.
-    wait_until("StepWaitingForQuota event", waiting_event, timeout=30)
-    kube.core.delete_namespaced_pod("blocker-0", namespace)
-    kube.delete(KUEUE, "workloads", "blocker", namespace)
-    wait_condition(kube, namespace, "Complete", timeout=180)
 
 
 def _cq(kube: Kube, ns: str) -> Json:
