@@ -44,7 +44,7 @@ def other_namespace(kube: Kube) -> Iterator[str]:
     name = f"other-{uuid.uuid4().hex[:6]}"
     kube.create_namespace(name, {E2E_NAMESPACE_LABEL: "true"})
     yield name
-    kube.delete_namespace(name, wait=120)
+    kube.delete_namespace(name)
 
 
 def allowed(api: client.ApiClient, access: Access) -> bool:
