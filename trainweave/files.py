@@ -1,12 +1,13 @@
 """Reading input files: YAML documents paired with the file they came from.
 
 How ``trainweave render`` and ``plan`` read their inputs. A file that is not YAML, or a
-document that is not a mapping, is an InputError naming the file. ``-`` reads standard input
-(named ``(stdin)`` in errors). ``load`` reads the TrainJob file and every runtime file once and
-picks the runtime the TrainJob refers to, as Trainer v2.3.0 looks it up: a ``TrainingRuntime``
-in the TrainJob's namespace, a ``ClusterTrainingRuntime`` by name alone. A runtime defined twice
-in the files (two files, or two documents of one file) is an error naming both, as a queue
-defined twice is (``trainweave.queues``).
+document that is not a mapping, is an InputError naming the file; a map key given twice, an
+alias bomb, nesting past 100 levels or a file past 16 MiB too (``trainweave.yamlin``). ``-``
+reads standard input (named ``(stdin)`` in errors). ``load`` reads the TrainJob file and every
+runtime file once and picks the runtime the TrainJob refers to, as Trainer v2.3.0 looks it up:
+a ``TrainingRuntime`` in the TrainJob's namespace, a ``ClusterTrainingRuntime`` by name alone.
+A runtime defined twice in the files (two files, or two documents of one file) is an error
+naming both, as a queue defined twice is (``trainweave.queues``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from trainweave import yamlin
 from trainweave.errors import InputError, InputErrors
 from trainweave.inputs import Runtime, TrainJob, parse_runtime, parse_trainjob
 from trainweave.labels import Reason
@@ -34,21 +34,8 @@ def documents(path: str) -> list[Document]:
     if not path:  # Path("") is the working directory: "Is a directory", naming no file
         raise InputErrors([InputError("(file)", "is an empty file name", "''")])
     source = STDIN_NAME if path == STDIN else path
-    try:
-        text = sys.stdin.read() if path == STDIN else Path(path).read_text()
-    except OSError as exc:
-        raise InputErrors([InputError("(file)", exc.strerror or str(exc), source)]) from None
-    except UnicodeDecodeError as exc:
-        raise InputErrors([InputError("(file)", f"is not UTF-8 text: {exc}", source)]) from None
-    try:
-        loaded = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "(document)"
-        # the problem and its column, on one line (str(exc) adds the context and a snippet)
-        problem = getattr(exc, "problem", None) or str(exc)
-        column = f" (column {mark.column + 1})" if mark is not None else ""
-        raise InputErrors([InputError(where, f"invalid YAML: {problem}{column}", source)]) from None
+    text = _read(path, source)
+    loaded = [d for d in yamlin.load_all(text, source) if d is not None]
     bad = [i for i, d in enumerate(loaded) if not isinstance(d, dict)]
     if bad:
         raise InputErrors(
@@ -58,6 +45,36 @@ def documents(path: str) -> list[Document]:
         return [(_json_keys(d, ""), source) for d in loaded]
     except _KeyError as exc:
         raise InputErrors([InputError(exc.path or "(document)", exc.reason, source)]) from None
+
+
+def _read(path: str, source: str) -> str:
+    """The text of ``path``, at most ``yamlin.MAX_BYTES`` of it (a larger file is refused
+    before it is read whole)."""
+    limit = yamlin.MAX_BYTES
+    try:
+        if path == STDIN:
+            text = sys.stdin.read(limit + 1)  # characters: at least as many bytes
+            size = len(text.encode()) if len(text) <= limit else limit + 1
+        else:
+            with Path(path).open("rb") as f:
+                data = f.read(limit + 1)
+            size, text = len(data), data.decode()
+    except OSError as exc:
+        raise InputErrors([InputError("(file)", exc.strerror or str(exc), source)]) from None
+    except UnicodeDecodeError as exc:
+        raise InputErrors([InputError("(file)", f"is not UTF-8 text: {exc}", source)]) from None
+    if size > limit:
+        raise InputErrors(
+            [
+                InputError(
+                    "(file)",
+                    f"is larger than {limit // (1024 * 1024)} MiB, the most trainweave reads"
+                    " from one file: refused",
+                    source,
+                )
+            ]
+        )
+    return text
 
 
 class _KeyError(Exception):
@@ -77,12 +94,9 @@ def _json_keys(value: Any, path: str) -> Any:
     for key, item in value.items():
         if key is None or not isinstance(key, str | int | float):
             raise _KeyError(path, f"unsupported map key {'null' if key is None else repr(key)}")
-        name = _KEY_WORDS.get(key, str(key)) if isinstance(key, bool) else str(key)
+        name = str(yamlin.key_name(key))
         out[name] = _json_keys(item, f"{path}.{name}" if path else name)
     return out
-
-
-_KEY_WORDS = {True: "true", False: "false"}
 
 
 @dataclass(frozen=True)

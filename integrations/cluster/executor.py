@@ -17,9 +17,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Protocol
 
-import yaml
-
-from trainweave import labels, sshkeys
+from trainweave import labels, sshkeys, yamlin
 from trainweave.adapters import names, render
 from trainweave.adapters.kueue import kept
 from trainweave.errors import InputError, InputErrors
@@ -73,12 +71,10 @@ def _snapshot(text: str, source: str) -> Json:
     input error (raised, it would be retried for ever)."""
     where = f"data.{labels.RUNTIME_SNAPSHOT_KEY}"
     try:
-        snap = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or "not YAML"
-        raise InputErrors(
-            [InputError(where, f"invalid YAML: {problem}", source, Reason.INVALID_RUNTIME)]
-        ) from None
+        loaded = yamlin.load_all(text, source)
+    except InputErrors as exc:
+        raise yamlin.load_error(exc, where) from None
+    snap = loaded[0] if len(loaded) == 1 else None
     if not isinstance(snap, dict):
         raise InputErrors(
             [InputError(where, "is not a YAML mapping", source, Reason.INVALID_RUNTIME)]
