@@ -150,6 +150,8 @@ class EventReason(enum.StrEnum):
     # kept queue position (integrations/views/kept.py): a step's gate lifted, or its position given up
     STEP_UNGATED = "StepUngated"
     KEPT_POSITION_EXPIRED = "KeptPositionExpired"
+    # one of the TrainJob's children could not be read and is skipped (controller.py)
+    OBJECT_SKIPPED = "ObjectSkipped"
 
 
 class TrainJobState(enum.StrEnum):

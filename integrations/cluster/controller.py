@@ -8,6 +8,12 @@ TrainJob's key; a worker reads the caches into ``observed.Observed``, asks
 API returns from our own writes go straight into the caches, so the next
 reconcile does not act on stale state. ``/healthz``, ``/readyz`` and
 ``/metrics`` are served on ``--bind`` (loopback by default).
+
+Safe to run unattended (docs/controller.md#probes-and-failure-modes): an object that cannot be
+read is logged with its kind and key, counted (``trainweave_object_errors_total{kind}``) and
+skipped, and when it is a child of a TrainJob in the cache a Warning Event on that TrainJob says
+so; a thread that ends anyway fails ``/healthz`` (``health.Health``); an informer without a
+LIST or watch event for ``informer.STALE_AFTER`` seconds fails ``/readyz``.
 """
 
 from __future__ import annotations
@@ -15,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import signal
 import socket
 import threading
 import time
@@ -27,9 +32,9 @@ from typing import Any
 from trainweave import labels
 from trainweave.integrations.cluster.events import EventSender, is_event
 from trainweave.integrations.cluster.executor import Executor, Renderer
-from trainweave.integrations.cluster.informer import Informer, Key, WorkQueue, key_of
-from trainweave.integrations.cluster.leader import LeaderElector
-from trainweave.integrations.cluster.metrics import Metrics, resource_of, serve_http
+from trainweave.integrations.cluster.health import Health
+from trainweave.integrations.cluster.informer import STALE_AFTER, Informer, Key, WorkQueue, key_of
+from trainweave.integrations.cluster.metrics import Metrics, resource_of
 from trainweave.integrations.views import api, reconcile, slim
 from trainweave.integrations.views.argo_view import TERMINAL, WorkflowView, templates, view
 from trainweave.integrations.views.bodies import Meta, WorkflowBody
@@ -100,9 +105,18 @@ class Controller:
         metrics.queue_depth.set_function(lambda: len(self.queue))
         self.raw_send = send
         self.events = EventSender(send, metrics.events_dropped.inc) if async_events else None
+        self.health = Health()
+        if self.events is not None:
+            self.health.watch(self.events.thread)
         ns, sel = config.namespace, labels.TRAINJOB
         self.trainjobs = Informer(
-            send, stream, api.TRAINJOB, namespace=ns, on_change=self._enq, transform=slim.trainjob
+            send,
+            stream,
+            api.TRAINJOB,
+            namespace=ns,
+            on_change=self._enq,
+            transform=slim.trainjob,
+            on_error=self._object_error,
         )
         self.workflows = Informer(
             send,
@@ -113,6 +127,7 @@ class Controller:
             on_change=self._enq_wf,
             indexes={"tj": _tj_index, "group": _group_index},
             transform=slim.workflow,
+            on_error=self._object_error,
         )
         self.pods = Informer(
             send,
@@ -123,6 +138,7 @@ class Controller:
             on_change=self._enq_child,
             indexes={"tj": _tj_index},
             transform=slim.pod,
+            on_error=self._object_error,
         )
         self.workloads = Informer(
             send,
@@ -131,6 +147,7 @@ class Controller:
             namespace=ns,
             on_change=self._enq_wl,
             transform=slim.workload,
+            on_error=self._object_error,
         )
         self.caches = {
             "trainjobs": self.trainjobs,
@@ -138,6 +155,9 @@ class Controller:
             "pods": self.pods,
             "workloads": self.workloads,
         }
+        for inf in self.caches.values():
+            metrics.informer_stale.labels(inf.kind.kind).set_function(_stale_of(inf))
+            metrics.object_errors.labels(inf.kind.kind)  # each series from 0: increase() sees 1
         self.executor = Executor(self.send, renderer, now, config.kept_position_cap)
         self.stopped = threading.Event()
         self.views: dict[str, tuple[str, WorkflowView]] = {}  # uid -> (resourceVersion, view)
@@ -166,6 +186,38 @@ class Controller:
         ns, name = key_of(obj)
         for wf in self.workflows.by_index("group", f"{ns}/{name}"):
             self._enq_child(wf)
+
+    def _object_error(self, obj: Json, err: Exception) -> None:
+        """One object could not be read (``Informer.on_error``): logged with its kind and key,
+        counted, skipped; a TrainJob in the cache that it belongs to gets a Warning Event."""
+        kind = str(obj.get("kind") or "") if isinstance(obj, dict) else ""
+        ns, name = key_of(obj)
+        self.metrics.object_errors.labels(kind).inc()
+        log.warning("%s %s/%s skipped: %r", kind, ns, name, err, exc_info=err)
+        for tj in self._owners(obj):
+            message = f"{kind} {name} skipped: it cannot be read ({str(err)[:400]})"
+            self._note(tj, EventReason.OBJECT_SKIPPED, message)
+
+    def _owners(self, obj: Json) -> list[Json]:
+        """The cached TrainJobs ``obj`` belongs to: itself, the one its label names, or (a
+        Workload) those of the Workflows whose pod group it is."""
+        ns, name = key_of(obj)
+        if obj.get("kind") == api.TRAINJOB.kind:
+            keys = [(ns, name)]
+        elif obj.get("kind") == api.WORKLOAD.kind:
+            wfs = self.workflows.by_index("group", f"{ns}/{name}")
+            keys = [tuple(v.split("/", 1)) for wf in wfs for v in _tj_index(wf)]  # type: ignore[misc]
+        else:
+            labelled = Meta.of(obj).label(labels.TRAINJOB)
+            keys = [(ns, labelled)] if labelled else []
+        return [tj for k in dict.fromkeys(keys) if (tj := self.trainjobs.get(*k)) is not None]
+
+    def _note(self, tj: Json, reason: EventReason, message: str) -> None:
+        """A Warning Event on ``tj``; a failure to send it is logged, never raised."""
+        try:
+            self.send(event(tj, EventType.WARNING, reason, message, self.now()))
+        except Exception as err:
+            log.warning("event %s: %r", reason, err)
 
     # --- the edge, with write-through -----------------------------------------------
     def send(self, req: api.Request) -> Json:
@@ -259,6 +311,9 @@ class Controller:
                 self.metrics.reconciles.labels("error").inc()
                 delay = self.queue.retry(key)
                 log.warning("reconcile %s/%s failed (retry in %.1fs): %s", *key, delay, err)
+                if not isinstance(err, api.ApiError):  # not the API's answer: what it read
+                    self.metrics.object_errors.labels(api.TRAINJOB.kind).inc()
+                    log.warning("reconcile %s/%s", *key, exc_info=err)
                 self._warn(key, err)
             finally:
                 self.metrics.reconcile_seconds.observe(time.perf_counter() - started)
@@ -269,33 +324,25 @@ class Controller:
         if tj is None:
             return
         message = f"TrainJob resources reconciliation failed: {str(err)[:950]}"
-        try:
-            self.send(
-                event(
-                    tj,
-                    EventType.WARNING,
-                    EventReason.RESOURCES_CREATION_FAILED,
-                    message,
-                    self.now(),
-                )
-            )
-        except api.ApiError as send_err:
-            log.warning("event: %s", send_err)
+        self._note(tj, EventReason.RESOURCES_CREATION_FAILED, message)
 
     def start(self) -> None:
         """Start the informers and workers; returns once the caches are synced."""
         for inf in (self.workloads, self.pods, self.workflows, self.trainjobs):
-            inf.start()
+            self.health.watch(inf.start())
         for inf in self.caches.values():
             while not inf.synced.wait(1.0):
                 if self.stopped.is_set():
                     return
         for i in range(self.config.workers):
-            threading.Thread(target=self.worker, name=f"worker-{i}", daemon=True).start()
+            worker = threading.Thread(target=self.worker, name=f"worker-{i}", daemon=True)
+            worker.start()
+            self.health.watch(worker)
         log.info("controller started: caches synced, %d workers", self.config.workers)
 
     def stop(self) -> None:
         """Stop watching and close the queue."""
+        self.health.stopping.set()
         self.stopped.set()
         for inf in self.caches.values():
             inf.stopped.set()
@@ -305,8 +352,23 @@ class Controller:
 
     @property
     def ready(self) -> bool:
-        """All caches synced."""
-        return all(inf.synced.is_set() for inf in self.caches.values())
+        """All caches synced and fresh."""
+        return not self.not_ready()
+
+    def not_ready(self) -> list[str]:
+        """What ``/readyz`` names: an informer not synced yet, or one without a LIST or watch
+        event for more than ``informer.STALE_AFTER`` seconds."""
+        out = []
+        for inf in self.caches.values():
+            if not inf.synced.is_set():
+                out.append(f"informer {inf.kind.plural}: not synced")
+            elif (stale := inf.stale_for) > STALE_AFTER:
+                out.append(f"informer {inf.kind.plural}: no list or watch event for {stale:.0f} s")
+        return out
+
+
+def _stale_of(inf: Informer) -> Callable[[], float]:
+    return lambda: inf.stale_for
 
 
 def _rv(obj: Json) -> int:
@@ -314,57 +376,3 @@ def _rv(obj: Json) -> int:
         return int(Meta.of(obj).resource_version or 0)
     except ValueError:
         return 0
-
-
-def run(config: Config, kubeconfig: str | None = None, renderer: Renderer | None = None) -> int:
-    """Run until SIGTERM/SIGINT (0) or lost leadership (1)."""
-    from trainweave.integrations.cluster.executor import adapters_renderer
-    from trainweave.integrations.cluster.kube import KubeClient, load_configuration
-
-    metrics = Metrics()
-    client = KubeClient(load_configuration(kubeconfig), metrics)
-    ctl = Controller(
-        client.send,
-        client.stream,
-        renderer or adapters_renderer(config.default_queue),
-        config,
-        metrics,
-        async_events=True,
-    )
-    elector = LeaderElector(
-        client.send,
-        config.lease_namespace,
-        config.lease_name,
-        config.identity,
-        config.lease_duration,
-        config.retry_period,
-    )
-    done = threading.Event()
-    exit_code = [0]
-
-    def on_signal(*_: object) -> None:
-        done.set()
-
-    def on_lost() -> None:
-        exit_code[0] = 1
-        done.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    server = serve_http(config.bind, metrics, lambda: ctl.ready or not elector.is_leader.is_set())
-    log.info("serving /healthz /readyz /metrics on %s", config.bind)
-    if config.leader_elect:
-        threading.Thread(target=lambda: elector.acquire() and done.is_set(), daemon=True).start()
-        while not elector.is_leader.wait(0.5):
-            if done.is_set():
-                elector.release()
-                server.shutdown()
-                return 0
-        elector.keep(on_lost)
-    threading.Thread(target=ctl.start, name="start", daemon=True).start()
-    done.wait()
-    ctl.stop()
-    if exit_code[0] == 0:
-        elector.release()
-    server.shutdown()
-    return exit_code[0]

@@ -3,7 +3,8 @@
 Like client-go's event broadcaster (``tools/record``), an Event is fire-and-forget: a
 reconcile puts it in a bounded queue and goes on; one thread POSTs them in order. A
 failed POST is logged and dropped (an Event is a note for people, never state the
-controller reads back); when the queue is full the newest Event is dropped and counted.
+controller reads back), and so is any other exception from one Event (the thread goes on); when
+the queue is full the newest Event is dropped and counted.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ class EventSender:
                 self.send(req)
             except api.ApiError as err:
                 log.warning("event: %s", err)
+            except Exception:  # never the sender's end: an Event is a note, the next may go
+                log.exception("event %s", req.path)
             finally:
                 self.pending.task_done()
         self.pending.task_done()

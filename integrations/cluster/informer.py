@@ -5,8 +5,17 @@ An ``Informer`` lists a resource, then watches from the list's resourceVersion
 watch, and relists on ``410 Gone`` or any error (after a backoff). Each change
 calls ``on_change(obj)``, except a watch event whose kept object (``transform``) differs
 from the cached one only in ``resourceVersion`` (stored, no one told: a Workflow's progress
-or a pod's container statuses move, which no reconcile reads); the store is a dict with
-optional secondary indexes.
+or a pod's container statuses move, which no reconcile reads), and a relisted object the
+cache already holds at that resourceVersion; the store is a dict with optional secondary
+indexes.
+
+One object never stops the informer: an exception while keeping or indexing it, or in
+``on_change``, goes to ``on_error(obj, err)`` and the object is skipped (the cache keeps what it
+had for that key). Any other exception (a watch line that is not JSON, a dropped connection) ends
+the watch and relists after the backoff. ``last_success`` is the ``clock()`` time of the last
+LIST, watch event or cleanly closed watch: ``stale_after`` seconds without one (twice the
+watch's ``api.WATCH_TIMEOUT``, which closes a healthy idle watch) is an informer that is not
+keeping up (``/readyz``, ``trainweave_informer_seconds_since_success``).
 ``WorkQueue`` hands each key to one worker at a time, coalesces duplicates, holds a new key
 for a short settle time so the burst of events one engine change causes is one reconcile, and
 delays retries with per-key exponential backoff.
@@ -27,11 +36,18 @@ from trainweave.integrations.views import api
 Json = dict[str, Any]
 Key = tuple[str, str]
 log = logging.getLogger("trainweave.controller")
+STALE_AFTER = 2.0 * api.WATCH_TIMEOUT  # seconds without a LIST or watch event: not keeping up
+
+
+def _log_error(obj: Json, err: Exception) -> None:
+    log.warning("object %s skipped: %s", "/".join(key_of(obj)), err)
 
 
 def key_of(obj: Json) -> Key:
     """(namespace, name)."""
-    meta = obj.get("metadata") or {}
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict):
+        return "", ""
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
@@ -63,11 +79,16 @@ class Informer:
         on_change: Callable[[Json], None] = lambda obj: None,
         indexes: dict[str, Callable[[Json], list[str]]] | None = None,
         transform: Callable[[Json], Json] = lambda obj: obj,
+        on_error: Callable[[Json, Exception], None] = _log_error,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.send, self.stream, self.kind = send, stream, kind
         self.namespace, self.selector = namespace, selector
         self.on_change = on_change
+        self.on_error = on_error
         self.transform = transform
+        self.clock = clock
+        self.last_success = clock()
         self.indexers = indexes or {}
         self.store: dict[Key, Json] = {}
         self.index: dict[str, dict[str, set[Key]]] = {n: {} for n in self.indexers}
@@ -110,11 +131,12 @@ class Informer:
 
     def _put(self, obj: Json) -> None:
         key = key_of(obj)
+        values = {name: fn(obj) for name, fn in self.indexers.items()}  # may raise: no change
         with self.lock:
             self._unindex(key)
             self.store[key] = obj
-            for name, fn in self.indexers.items():
-                for value in fn(obj):
+            for name, found in values.items():
+                for value in found:
                     self.index[name].setdefault(value, set()).add(key)
 
     def _drop(self, key: Key) -> Json | None:
@@ -143,22 +165,50 @@ class Informer:
             if not cont:
                 break
         rv = str((page.get("metadata") or {}).get("resourceVersion") or "")
-        fresh = {key_of(i): i for i in items}
+        fresh = {key_of(i): i for i in items if isinstance(i, dict)}
         with self.lock:
             gone = [k for k in self.store if k not in fresh]
         for k in gone:
             old = self._drop(k)
             if old is not None:
-                self.on_change(old)
-        for obj in items:
+                self._guarded(old, self.on_change, old)
+        for obj in fresh.values():
             obj.setdefault("apiVersion", self.kind.api_version)
             obj.setdefault("kind", self.kind.kind)
-            self.on_change(self.put(obj))
+            self._guarded(obj, self._relisted, obj)
         self.synced.set()
+        self.last_success = self.clock()
         return rv
 
+    def _relisted(self, obj: Json) -> None:
+        """Keep one listed object; tell ``on_change`` unless the cache had this version."""
+        if self._known(obj):
+            self.put(obj)  # the same version again (a relist after a 410): nothing changed
+            return
+        self.on_change(self.put(obj))
+
+    def _guarded(self, obj: Json, fn: Callable[[Json], None], arg: Json) -> bool:
+        """``fn(arg)``; an exception is ``obj``'s: ``on_error``, and False."""
+        try:
+            fn(arg)
+        except Exception as err:  # one object's shape or bug: skip it, keep watching
+            try:
+                self.on_error(obj, err)
+            except Exception:
+                log.exception("on_error for %s", "/".join(key_of(obj)))
+            return False
+        return True
+
+    @property
+    def stale_for(self) -> float:
+        """Seconds since the last LIST, watch event or cleanly closed watch."""
+        return max(0.0, self.clock() - self.last_success)
+
     def run(self) -> None:
-        """List, then watch forever (until ``stop``)."""
+        """List, then watch forever (until ``stop``). ``410 Gone`` relists at once; any other
+        failure (an API error, a connection reset, a watch line that is no JSON event) relists
+        after a backoff of 0.5 s doubling to 30 s: events missed while the watch was down come
+        back as the differences the relist finds."""
         backoff = 0.5
         rv = ""
         while not self.stopped.is_set():
@@ -166,6 +216,7 @@ class Informer:
                 if not rv:
                     rv = self.relist()
                 rv = self._watch(rv)
+                self.last_success = self.clock()
                 backoff = 0.5
             except api.ApiError as err:
                 if err.gone:
@@ -175,29 +226,52 @@ class Informer:
                 rv = ""
                 self.stopped.wait(backoff)
                 backoff = min(backoff * 2, 30.0)
+            except Exception:
+                log.exception("watch %s: relisting", self.kind.plural)
+                rv = ""
+                self.stopped.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
 
     def _watch(self, rv: str) -> str:
         req = api.watch(self.kind, self.namespace, self.selector, rv)
         for ev in self.stream(req):
             if self.stopped.is_set():
                 break
-            etype, obj = ev.get("type"), ev.get("object") or {}
-            if etype == "ERROR":
-                raise api.ApiError(int(obj.get("code") or 500), str(obj.get("reason")), obj)
-            rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
-            if etype == "BOOKMARK":
-                continue
-            if etype == "DELETED":
-                self._drop(key_of(obj))
-            elif self._known(obj):
-                continue  # our own write, already cached from its response: nothing new
-            else:
-                old = self.get(*key_of(obj))
-                obj = self.put(obj)
-                if old is not None and same_but_version(old, obj):
-                    continue  # only fields the caches do not keep changed: nothing to reconcile
-            self.on_change(obj)
+            rv = self.handle(ev, rv)
         return rv
+
+    def handle(self, ev: Json, rv: str = "") -> str:
+        """One watch event into the cache; the resourceVersion to resume from after it. An
+        ``ERROR`` event raises ``api.ApiError`` (410: relist); an event that is no
+        ``{type, object}`` mapping raises ``ValueError`` (the stream is broken: relist)."""
+        obj = ev.get("object") if isinstance(ev, dict) else None
+        etype = ev.get("type") if isinstance(ev, dict) else None
+        if not isinstance(obj, dict) or not isinstance(etype, str):
+            raise ValueError(f"not a watch event: {str(ev)[:200]}")
+        if etype == "ERROR":
+            code = obj.get("code")
+            status = code if isinstance(code, int) and not isinstance(code, bool) else 500
+            raise api.ApiError(status, str(obj.get("reason")), obj)
+        self.last_success = self.clock()
+        meta = obj.get("metadata")
+        found = meta.get("resourceVersion") if isinstance(meta, dict) else None
+        rv = str(found or rv)
+        if etype != "BOOKMARK":
+            self._guarded(obj, self._apply, {"type": etype, "object": obj})
+        return rv
+
+    def _apply(self, ev: Json) -> None:
+        etype, obj = ev["type"], ev["object"]
+        if etype == "DELETED":
+            self._drop(key_of(obj))
+        elif self._known(obj):
+            return  # our own write, already cached from its response: nothing new
+        else:
+            old = self.get(*key_of(obj))
+            obj = self.put(obj)
+            if old is not None and same_but_version(old, obj):
+                return  # only fields the caches do not keep changed: nothing to reconcile
+        self.on_change(obj)
 
     def start(self) -> threading.Thread:
         """Run in a daemon thread."""

@@ -119,14 +119,22 @@ class LeaderElector:
 
         def loop() -> None:
             last = time.monotonic()
-            while not self.stopped.wait(self.period):
-                if self.try_acquire():
-                    last = time.monotonic()
-                elif time.monotonic() - last > self.duration * 2 / 3:
+            try:
+                while not self.stopped.wait(self.period):
+                    try:
+                        renewed = self.try_acquire()
+                    except Exception:  # any failure is a failed renewal
+                        log.exception("leader election: renewing")
+                        renewed = False
+                    if renewed:
+                        last = time.monotonic()
+                    elif time.monotonic() - last > self.duration * 2 / 3:
+                        return
+            finally:
+                if not self.stopped.is_set():  # lapsed, or the loop died: stop leading
                     self.is_leader.clear()
                     log.error("lost leadership (%s)", self.identity)
                     on_lost()
-                    return
 
         t = threading.Thread(target=loop, name="leader-renew", daemon=True)
         t.start()

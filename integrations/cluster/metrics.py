@@ -12,9 +12,15 @@
   holding quota though its step is done for good (the controller is releasing it; a series
   that stays is a leak: deploy/prometheus-rules.yaml alerts after 10 min);
 - ``trainweave_api_requests_total{verb,resource}``, ``trainweave_reconciles_total{result}``
-  and ``trainweave_reconcile_seconds``: the controller's own cost.
+  and ``trainweave_reconcile_seconds``: the controller's own cost;
+- ``trainweave_object_errors_total{kind}``: objects skipped because reading one raised (its kind
+  and key are in the log; one of a TrainJob's children also gets a Warning Event on it);
+- ``trainweave_informer_seconds_since_success{kind}``: seconds since each informer last listed,
+  got a watch event or saw its watch close cleanly (``informer.STALE_AFTER``: not keeping up).
 
-``serve_http`` serves them on ``/metrics``, beside the ``/healthz`` and ``/readyz`` probes.
+``serve_http`` serves them on ``/metrics``, beside the ``/healthz`` (every watched thread runs,
+``health.Health``) and ``/readyz`` (caches synced and fresh) probes; each probe's body names
+what is wrong.
 """
 
 from __future__ import annotations
@@ -115,6 +121,18 @@ class Metrics:
             "Events not sent: more were waiting than the sender keeps",
             registry=r,
         )
+        self.object_errors = Counter(
+            "trainweave_object_errors",
+            "Objects skipped because reading them raised",
+            ["kind"],
+            registry=r,
+        )
+        self.informer_stale = Gauge(
+            "trainweave_informer_seconds_since_success",
+            "Seconds since the informer last listed, got a watch event or closed a watch cleanly",
+            ["kind"],
+            registry=r,
+        )
         self.tally: Tally[str] = Tally()
         self._lock = threading.Lock()
         self._states: dict[str, str] = {}
@@ -192,24 +210,36 @@ class Metrics:
                 self.leaked.labels(*lbl).set(1)
 
 
-def serve_http(bind: str, metrics: Metrics, ready: Callable[[], bool]) -> ThreadingHTTPServer:
-    """/healthz, /readyz, /metrics on ``host:port`` in a daemon thread."""
+Probe = Callable[[], list[str]]  # what is wrong ([]: all well)
+
+
+def _answer(probe: Probe, fail: int) -> tuple[int, bytes]:
+    try:
+        wrong = probe()
+    except Exception as err:  # a probe that cannot tell: not healthy
+        wrong = [f"probe failed: {err!r}"]
+    if not wrong:
+        return 200, b"ok"
+    return fail, ("\n".join(wrong) + "\n").encode()
+
+
+def serve_http(
+    bind: str, metrics: Metrics, ready: Probe, live: Probe = lambda: []
+) -> ThreadingHTTPServer:
+    """/healthz (``live``: 500 when it names a problem), /readyz (``ready``: 503), /metrics on
+    ``host:port`` in a daemon thread."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            ctype = "text/plain"
             if self.path == "/metrics":
                 code, body, ctype = 200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST
             elif self.path == "/healthz":
-                code, body, ctype = 200, b"ok", "text/plain"
+                code, body = _answer(live, 500)
             elif self.path == "/readyz":
-                ok = ready()
-                code, body, ctype = (
-                    (200 if ok else 503),
-                    (b"ok" if ok else b"not ready"),
-                    "text/plain",
-                )
+                code, body = _answer(ready, 503)
             else:
-                code, body, ctype = 404, b"not found", "text/plain"
+                code, body = 404, b"not found"
             self.send_response(code)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))

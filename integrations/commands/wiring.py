@@ -116,7 +116,7 @@ def add_commands(
 def _controller(args: argparse.Namespace) -> int:
     import logging
 
-    from trainweave.integrations.cluster import controller
+    from trainweave.integrations.cluster import controller, process
 
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -158,9 +158,7 @@ def _controller(args: argparse.Namespace) -> int:
             args.kubeconfig,
         )
         renderer = status_server.renderer(ref, args.default_queue)
-    return controller.run(
-        controller.Config(**fields), kubeconfig=args.kubeconfig, renderer=renderer
-    )
+    return process.run(controller.Config(**fields), kubeconfig=args.kubeconfig, renderer=renderer)
 
 
 def _trainjob_status_flags(ctl: argparse.ArgumentParser) -> None:

@@ -18,6 +18,7 @@ Json = dict[str, Any]
 # metadata.name of a custom object: an RFC 1123 subdomain (apimachinery NameIsDNSSubdomain)
 _OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 MERGE_PATCH = "application/merge-patch+json"
+WATCH_TIMEOUT = 300  # seconds: the server closes a watch after this (timeoutSeconds)
 JSON = "application/json"
 
 
@@ -165,7 +166,7 @@ def watch(kind: Kind, namespace: str, selector: str, resource_version: str) -> R
         ("watch", "true"),
         ("allowWatchBookmarks", "true"),
         ("resourceVersion", resource_version),
-        ("timeoutSeconds", "300"),
+        ("timeoutSeconds", str(WATCH_TIMEOUT)),
     ]
     if selector:
         query.insert(0, ("labelSelector", selector))

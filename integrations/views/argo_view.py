@@ -113,48 +113,82 @@ class Templates:
 def templates(workflow: Json) -> Templates:
     """One walk of the Workflow's templates: the entrypoint DAG (a task per step), each step's
     DAG (a task per pod, named ``names.slot``, parameter ``replica`` = the Job's index
-    ``jobset.sigs.k8s.io/job-index``) and the pod templates' labels."""
-    spec = workflow.get("spec") or {}
-    tpls = [t for t in spec.get("templates") or [] if isinstance(t, dict)]
-    by_name = {str(t.get("name")): t for t in tpls}
+    ``jobset.sigs.k8s.io/job-index``) and the pod templates' labels. Total: a template or task
+    without a string name, or anything else not of its wire type, is skipped (``slim.workflow``
+    keeps only well-typed ones; this holds for a raw Workflow too)."""
+    tpls = [t for t in _dicts(_obj(workflow.get("spec")).get("templates")) if _name(t)]
+    by_name = {_name(t): t for t in tpls}
     groups: dict[str, StepGroup] = {}
     rjobs: dict[str, None] = {}
     rjob_of: dict[str, str] = {}
     for tpl in tpls:
-        meta = tpl.get("metadata") or {}
-        lbls, ann = meta.get("labels") or {}, meta.get("annotations") or {}
-        rjob = str(lbls.get(labels.REPLICATED_JOB) or "")
+        meta = _obj(tpl.get("metadata"))
+        lbls, ann = _obj(meta.get("labels")), _obj(meta.get("annotations"))
+        rjob = _text(lbls.get(labels.REPLICATED_JOB))
         if rjob:
             rjobs.setdefault(rjob)
-            rjob_of[str(tpl.get("name"))] = rjob
-        group = ann.get(labels.KUEUE_POD_GROUP_NAME) or lbls.get(labels.KUEUE_POD_GROUP_NAME)
-        step = lbls.get(labels.STEP)
+            rjob_of[_name(tpl)] = rjob
+        group = _text(ann.get(labels.KUEUE_POD_GROUP_NAME)) or _text(
+            lbls.get(labels.KUEUE_POD_GROUP_NAME)
+        )
+        step = _text(lbls.get(labels.STEP))
         if not group or not step:
             continue
         found = groups.get(group) or StepGroup(
-            str(step), str(lbls.get(labels.ROLE, "")), str(lbls.get(labels.KUEUE_QUEUE_NAME, ""))
+            step, _text(lbls.get(labels.ROLE)), _text(lbls.get(labels.KUEUE_QUEUE_NAME))
         )
         if rjob and rjob not in found.replicated_jobs:
             found = StepGroup(found.step, found.role, found.queue, (*found.replicated_jobs, rjob))
         groups[group] = found
     sizes: dict[tuple[str, str], int] = {}
     for tpl in tpls:
-        for task in (tpl.get("dag") or {}).get("tasks") or []:
-            job = rjob_of.get(str(task.get("template")))
+        for task in _tasks(tpl):
+            job = rjob_of.get(_text(task.get("template")))
             if job is None:
                 continue
-            params = (task.get("arguments") or {}).get("parameters") or []
-            replica = next((str(p.get("value")) for p in params if p.get("name") == "replica"), "0")
+            params = _dicts(_obj(task.get("arguments")).get("parameters"))
+            replica = next(
+                (_text(p.get("value"), "0") for p in params if p.get("name") == "replica"), "0"
+            )
             sizes[(job, replica)] = sizes.get((job, replica), 0) + 1
-    entry = by_name.get(str(spec.get("entrypoint"))) or {}
+    entry = by_name.get(_text(_obj(workflow.get("spec")).get("entrypoint"))) or {}
     steps: list[str] = []
     slots: dict[str, tuple[str, ...]] = {}
-    if entry.get("dag"):
-        for task in entry["dag"].get("tasks") or []:
-            steps.append(str(task["name"]))
-            dag = (by_name.get(str(task.get("template"))) or {}).get("dag") or {}
-            slots[str(task["name"])] = tuple(str(t["name"]) for t in dag.get("tasks") or [])
+    for task in _tasks(entry):
+        step = _name(task)
+        if step in slots:
+            continue
+        steps.append(step)
+        inner = by_name.get(_text(task.get("template"))) or {}
+        slots[step] = tuple(_name(t) for t in _tasks(inner))
     return Templates(tuple(steps), slots, groups, tuple(rjobs), sizes)
+
+
+def _obj(value: Any) -> Json:
+    return value if isinstance(value, dict) else {}
+
+
+def _dicts(value: Any) -> list[Json]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _text(value: Any, default: str = "") -> str:
+    """A wire string ("" or ``default`` for anything else; numbers as Argo prints them)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return default
+
+
+def _name(obj: Json) -> str:
+    name = obj.get("name")
+    return name if isinstance(name, str) else ""
+
+
+def _tasks(tpl: Json) -> list[Json]:
+    """A template's DAG tasks that have a string name."""
+    return [t for t in _dicts(_obj(tpl.get("dag")).get("tasks")) if _name(t)]
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,14 @@ only dropped fields. Everywhere: ``managedFields`` go.
   ``schedulingStats`` and the conditions ``quota.step_quota`` reads (``QuotaReserved``,
   ``Admitted``, ``Finished``, ``Evicted``; not ``PodsReady``), podSets' pod templates gone;
 - TrainJob: everything but ``managedFields`` (its spec is rendered from).
+
+The caches are also where the shapes the API server admits but the controller does not read are
+left behind: a Workflow's ``spec`` and ``status`` are whatever its CRD lets anyone who may patch
+it write (Argo's minimal CRD: any object; the full one has no status subresource), so a kept
+field of the wrong type goes, a template or DAG task without a string name goes, a node that is no
+mapping goes, and ``compressedNodes`` that does not decode is unknown (``argo_nodes``). Each
+transform is total: any object in, a well-typed one out, never an exception
+(``tests/unit/test_hostile_objects.py``).
 """
 
 from __future__ import annotations
@@ -36,75 +44,134 @@ _WORKLOAD_STATUS = ("admission", "schedulingStats")
 ARGO_COMPLETED = "workflows.argoproj.io/completed"  # Argo's bookkeeping label on a done pod
 
 
+def _obj(value: Any) -> Json:
+    return value if isinstance(value, dict) else {}
+
+
+def _dicts(value: Any) -> list[Json]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _strs(value: Any) -> dict[str, str]:
+    """A ``map[string]string``: the string entries of a mapping."""
+    if not isinstance(value, dict):
+        return {}
+    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _kept(src: Json, keys: tuple[str, ...], kind: type = str) -> Json:
+    """The ``keys`` of ``src`` whose values are of ``kind``."""
+    return {k: src[k] for k in keys if isinstance(src.get(k), kind)}
+
+
 def metadata(obj: Json, *drop: str) -> Json:
     """``metadata`` without ``managedFields`` (and the ``drop`` keys)."""
-    meta = dict(obj.get("metadata") or {})
+    meta = dict(_obj(obj.get("metadata")))
     for key in ("managedFields", *drop):
         meta.pop(key, None)
+    for key in ("labels", "annotations"):
+        if key in meta:
+            meta[key] = _strs(meta[key])
     return meta
 
 
 def pod(obj: Json) -> Json:
     """A Pod as the caches keep it."""
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
+    spec = _obj(obj.get("spec"))
+    status = _obj(obj.get("status"))
     meta = metadata(obj, "finalizers")
     if ARGO_COMPLETED in (meta.get("labels") or {}):
         meta["labels"] = {k: v for k, v in meta["labels"].items() if k != ARGO_COMPLETED}
-    out: Json = {**_head(obj), "metadata": meta, "spec": {}, "status": {}}
-    if spec.get("schedulingGates"):
-        out["spec"]["schedulingGates"] = [{"name": g.get("name")} for g in spec["schedulingGates"]]
-    if "phase" in status:
-        out["status"]["phase"] = status["phase"]
-    conds = [
-        _condition(c) for c in status.get("conditions") or [] if c.get("type") in _POD_CONDITIONS
-    ]
+    out: Json = {**_head(obj), "metadata": meta, "spec": {}, "status": _kept(status, ("phase",))}
+    gates = [{"name": g["name"]} for g in _dicts(spec.get("schedulingGates")) if _str(g, "name")]
+    if gates:
+        out["spec"]["schedulingGates"] = gates
+    conds = [_condition(c) for c in _dicts(status.get("conditions")) if _type(c) in _POD_CONDITIONS]
     if conds:
         out["status"]["conditions"] = conds
     return out
 
 
+def _str(obj: Json, key: str) -> bool:
+    return isinstance(obj.get(key), str)
+
+
+def _type(cond: Json) -> str:
+    """A condition's ``type`` ("" when it is no string)."""
+    ctype = cond.get("type")
+    return ctype if isinstance(ctype, str) else ""
+
+
 def _condition(cond: Json) -> Json:
-    keep = ("reason", "lastTransitionTime") if cond.get("type") in MARKS else ()
-    out = {"type": cond.get("type"), "status": cond.get("status")}
-    return out | {k: cond[k] for k in keep if k in cond}
+    keep = ("reason", "lastTransitionTime") if _type(cond) in MARKS else ()
+    status = cond.get("status")
+    out = {"type": _type(cond), "status": status if isinstance(status, str) else None}
+    return out | _kept(cond, keep)
 
 
 def workflow(obj: Json) -> Json:
     """A Workflow as the caches keep it."""
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    slim_spec: Json = {k: spec[k] for k in ("entrypoint", "suspend", "shutdown") if k in spec}
+    spec = _obj(obj.get("spec"))
+    status = _obj(obj.get("status"))
+    slim_spec: Json = _kept(spec, ("entrypoint", "shutdown")) | _kept(spec, ("suspend",), bool)
     slim_spec["templates"] = [
-        {k: t[k] for k in ("name", "metadata", "dag") if k in t}
-        for t in spec.get("templates") or []
+        _template(t) for t in _dicts(spec.get("templates")) if _str(t, "name")
     ]
-    slim_status: Json = {k: status[k] for k in _WF_STATUS if k in status}
+    slim_status: Json = _kept(status, _WF_STATUS)
     nodes = decode_nodes(status)
     if nodes:
         slim_status["nodes"] = {nid: _node(n) for nid, n in nodes.items()}
-    elif nodes is None and status.get("compressedNodes"):
+    elif nodes is None and _str(status, "compressedNodes") and status["compressedNodes"]:
         slim_status["compressedNodes"] = status["compressedNodes"]  # undecodable: kept as is
     return {**_head(obj), "metadata": metadata(obj), "spec": slim_spec, "status": slim_status}
 
 
+def _template(tpl: Json) -> Json:
+    """A template's name, labels and annotations, and its DAG's tasks (name, template and
+    string parameters)."""
+    out: Json = {"name": tpl["name"]}
+    meta = _obj(tpl.get("metadata"))
+    kept = {k: _strs(meta[k]) for k in ("labels", "annotations") if k in meta}
+    if kept:
+        out["metadata"] = kept
+    if isinstance(tpl.get("dag"), dict):
+        tasks = _dicts(tpl["dag"].get("tasks"))
+        out["dag"] = {"tasks": [_task(t) for t in tasks if _str(t, "name")]}
+    return out
+
+
+def _task(task: Json) -> Json:
+    out: Json = _kept(task, ("name", "template"))
+    params = [
+        _kept(p, ("name", "value"))
+        for p in _dicts(_obj(task.get("arguments")).get("parameters"))
+        if _str(p, "name")
+    ]
+    if params:
+        out["arguments"] = {"parameters": params}
+    return out
+
+
 def _node(node: Json) -> Json:
-    out = {k: node[k] for k in _NODE_FIELDS if k in node}
-    code = (node.get("outputs") or {}).get("exitCode")
-    if code is not None:
+    out = _kept(node, _NODE_FIELDS)
+    code = _obj(node.get("outputs")).get("exitCode")
+    if isinstance(code, str | int) and not isinstance(code, bool):
         out["outputs"] = {"exitCode": code}
     return out
 
 
 def workload(obj: Json) -> Json:
     """A Kueue Workload as the caches keep it."""
-    spec = obj.get("spec") or {}
-    slim_spec = {"queueName": spec["queueName"]} if "queueName" in spec else {}
-    out = {**_head(obj), "metadata": metadata(obj, "finalizers"), "spec": slim_spec}
+    spec = _obj(obj.get("spec"))
+    out = {
+        **_head(obj),
+        "metadata": metadata(obj, "finalizers"),
+        "spec": _kept(spec, ("queueName",)),
+    }
     if "status" in obj:
-        status = obj["status"] or {}
-        kept = {k: status[k] for k in _WORKLOAD_STATUS if k in status}
-        conds = [c for c in status.get("conditions") or [] if c.get("type") in _WORKLOAD_CONDITIONS]
+        status = _obj(obj["status"])
+        kept = _kept(status, _WORKLOAD_STATUS, dict)
+        conds = [c for c in _dicts(status.get("conditions")) if _type(c) in _WORKLOAD_CONDITIONS]
         out["status"] = kept | ({"conditions": conds} if conds else {})
     return out
 
@@ -115,4 +182,4 @@ def trainjob(obj: Json) -> Json:
 
 
 def _head(obj: Json) -> Json:
-    return {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
+    return _kept(obj, ("apiVersion", "kind"))

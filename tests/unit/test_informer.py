@@ -69,11 +69,11 @@ def test_list_then_watch_keeps_transformed_objects_and_resumes_from_last_version
     assert script.lists == 1
 
 
-def test_gone_relists() -> None:
+def test_gone_relists_and_an_unchanged_object_notifies_no_one_again() -> None:
     gone = {"type": "ERROR", "object": {"code": 410, "reason": "Expired"}}
     script = Script([tj("a", "9")], [[gone], []])
     _, seen = run(script)
-    assert script.lists == 2 and len(seen) == 2
+    assert script.lists == 2 and len(seen) == 1
 
 
 def test_event_for_the_version_already_cached_notifies_no_one() -> None:
