@@ -52,6 +52,9 @@ class PodCase:
     rule: str
     offline: str = ""  # trainweave's field, when it differs from the API server's
     why: str = ""
+    # the API server refuses the body as it decodes it (400 BadRequest, no field named), before
+    # validation: ``message`` is in its answer
+    decode: str = ""
 
     @property
     def trainweave_field(self) -> str:
@@ -314,4 +317,108 @@ CASES = [
     PodCase("no-image", "image", _c(image=None), f"{C0}.image", "validateContainerCommon"),
     PodCase("init-container-without-image", "image", _s(initContainers=[{"name": "setup"}]),
             "spec.initContainers[0].image", "validateContainerCommon"),
+    # -- issue 38: rules the render did not apply -------------------------------------------
+    PodCase("value-with-value-from", "references",
+            _c(env=[{"name": "T", "value": "1", "valueFrom": {"secretKeyRef": SECRET}}]),
+            f"{C0}.env[0].valueFrom", "validateEnvVarValueFrom: may not be specified when `value`"),
+    PodCase("image-trailing-whitespace", "image",
+            lambda spec: spec["containers"][0].update(image=spec["containers"][0]["image"] + " "),
+            f"{C0}.image", "validateContainerCommon: leading or trailing whitespace"),
+    PodCase("init-container-restart-policy", "enum",
+            _s(initContainers=[{"name": "setup", "image": "busybox:1.37",
+                                "restartPolicy": "Sometimes"}]),
+            "spec.initContainers[0].restartPolicy",
+            "validateInitContainerRestartPolicy -> validateContainerRestartPolicy (ContainerRestartRules"
+            " is on in v1.36: Never and OnFailure are accepted)"),
+    PodCase("init-container-probe-not-sidecar", "probes",
+            _s(initContainers=[{"name": "setup", "image": "busybox:1.37",
+                                "readinessProbe": {"exec": {"command": ["true"]}}}]),
+            "spec.initContainers[0].readinessProbe",
+            "validateInitContainers: may not be set without restartPolicy=Always"),
+    PodCase("probe-two-handlers", "probes",
+            _c(livenessProbe={"exec": {"command": ["true"]}, "httpGet": {"port": 8080}}),
+            f"{C0}.livenessProbe.httpGet", "validateHandler: more than 1 handler type"),
+    PodCase("lifecycle-hook-without-handler", "probes", _c(lifecycle={"preStop": {}}),
+            f"{C0}.lifecycle.preStop", "validateHandler: must specify a handler type"),
+    PodCase("host-network-host-port", "host",
+            _both(_s(hostNetwork=True), _c(ports=[{"containerPort": 8080, "hostPort": 9090}])),
+            f"{C0}.ports[0].hostPort", "validatePodHostNetworkDeps: must match `containerPort`"),
+    PodCase("privileged-without-escalation", "host",
+            _c(securityContext={"privileged": True, "allowPrivilegeEscalation": False}),
+            f"{C0}.securityContext", "ValidateSecurityContext: privileged and no escalation"),
+    PodCase("host-pid-share-process-namespace", "host",
+            _s(hostPID=True, shareProcessNamespace=True),
+            "spec.securityContext.shareProcessNamespace",
+            "validatePodSpecSecurityContext: ShareProcessNamespace and HostPID",
+            offline="spec.shareProcessNamespace",
+            why="the API server's internal PodSpec keeps shareProcessNamespace in its security"
+            " context; the v1 Pod's field is spec.shareProcessNamespace"),
+    PodCase("node-selector-value", "names", _s(nodeSelector={"nvidia.com/gpu.product": "NVIDIA A100"}),
+            "spec.nodeSelector", "ValidatePodSpec: ValidateLabels(nodeSelector)",
+            offline="spec.nodeSelector[nvidia.com/gpu.product]",
+            why="the API server names the map (ValidateLabels passes its path); trainweave the key"),
+    PodCase("dns-none-without-config", "references", _s(dnsPolicy="None"), "spec.dnsConfig",
+            "validatePodDNSConfig: must provide `dnsConfig`"),
+    PodCase("size-limit-not-a-quantity", "quantity",
+            _s(volumes=[{"name": "shm", "emptyDir": {"sizeLimit": "64Gb"}}]),
+            "spec.volumes[0].emptyDir.sizeLimit", "resource.ParseQuantity, as the body is decoded",
+            decode="quantities must match the regular expression"),
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class JobCase:
+    """A Job the API server refuses (``ValidateJobSpec``): ``edit`` applied to the Job spec of
+    the model-exporter replicatedJob (``JOB_BASE`` first); ``field`` the API names, in the Job."""
+
+    name: str
+    edit: Callable[[Json], None]
+    field: str
+    rule: str
+
+    @property
+    def trainweave_field(self) -> str:
+        return f"spec.template.spec.replicatedJobs[{JOB}].template." + self.field
+
+
+def job_spec(doc: Json) -> Json:
+    """The model-exporter job's Job spec in runtime ``doc`` (mutable)."""
+    spec: Json = doc["spec"]["template"]["spec"]["replicatedJobs"][JOB]["template"]["spec"]
+    return spec
+
+
+def _job_base(spec: Json) -> None:
+    """What a Job with a podFailurePolicy needs: pods restartPolicy Never (ValidateJobSpec)."""
+    spec["template"]["spec"]["restartPolicy"] = "Never"
+
+
+def edited_job_runtime(case: JobCase | None) -> Json:
+    doc = copy.deepcopy(runtime())
+    _job_base(job_spec(doc))
+    if case:
+        case.edit(job_spec(doc))
+    return doc
+
+
+def job(case: JobCase | None, name: str = "job-case") -> Json:
+    """A batch/v1 Job of the (edited) template, with the volume JobSet adds; no Kueue label."""
+    spec = job_spec(edited_job_runtime(case))
+    pod_spec = spec["template"]["spec"]
+    pod_spec["volumes"] = [*(pod_spec.get("volumes") or []), CLAIM_VOLUME]
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": spec}
+
+
+def _exit_codes(operator: str, values: list[int]) -> Callable[[Json], None]:
+    rule = {"action": "FailJob", "onExitCodes": {"operator": operator, "values": values}}
+    return lambda spec: spec.update(podFailurePolicy={"rules": [rule]})
+
+
+POLICY_VALUES = "spec.podFailurePolicy.rules[0].onExitCodes.values"
+JOB_CASES = [
+    JobCase("exit-code-0-in", _exit_codes("In", [0, 1]), f"{POLICY_VALUES}[0]",
+            "validatePodFailurePolicyRuleOnExitCodes: must not be 0 for the In operator"),
+    JobCase("exit-codes-repeated", _exit_codes("NotIn", [1, 1]), f"{POLICY_VALUES}[1]",
+            "validatePodFailurePolicyRuleOnExitCodes: Duplicate"),
+    JobCase("exit-codes-unordered", _exit_codes("In", [3, 2]), POLICY_VALUES,
+            "validatePodFailurePolicyRuleOnExitCodes: must be ordered"),
 ]  # fmt: skip

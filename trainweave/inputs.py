@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from trainweave import k8s_schema, pod_resources, pod_rules
+from trainweave import k8s_schema, object_meta, pod_resources, pod_rules
 from trainweave.errors import InputError, InputErrors
 from trainweave.k8s_names import DNS1035_LABEL, DNS1123_LABEL_MAX
 from trainweave.labels import TRAINER_GROUP, TRAINER_VERSION, Reason
@@ -270,7 +270,9 @@ def parse_trainjob(doc: Json, source: str = "") -> TrainJob:
     if doc.get("kind") != "TrainJob" or doc.get("apiVersion") != API_VERSION:
         raise InputErrors([_not_a(doc, "TrainJob", source, Reason.INVALID_TRAINJOB)])
     job = validate_model(TrainJob, doc, source, Reason.INVALID_TRAINJOB)
-    errors = _trainjob_checks(job)
+    # ValidateObjectMeta: the namespace goes into every manifest, the labels onto the Workflow
+    errors = object_meta.errors(doc.get("metadata"), "metadata", Reason.INVALID_TRAINJOB)
+    errors += _trainjob_checks(job)
     if errors:
         raise InputErrors(errors).at(source)
     # the embedded objects' nulls were checked (an unknown field is one, null or not): now absent
@@ -287,12 +289,20 @@ def parse_runtime(doc: Json, source: str = "") -> Runtime:
     # the embedded objects as given (an unknown field is one, null or not), then with their
     # nulls absent, as the API server prunes them (Wire)
     runtime = validate_model(Runtime, without_nulls(doc), source, Reason.INVALID_RUNTIME)
-    errors: list[InputError] = []
+    namespaced = doc.get("kind") == "TrainingRuntime"
+    errors = object_meta.errors(doc.get("metadata"), "metadata", Reason.INVALID_RUNTIME, namespaced)
     spec = runtime.spec.template.spec
     for i, rjob in enumerate(spec.replicated_jobs):
         path = f"spec.template.spec.replicatedJobs[{i}].template"
         raw = given.spec.template.spec.replicated_jobs[i].template
         errors += k8s_schema.check(raw, "V1JobTemplateSpec", path, Reason.INVALID_RUNTIME)
+        # the pod template's labels and annotations become the pods' (ValidateObjectMeta)
+        errors += object_meta.errors(
+            _at(raw, "spec", "template", "metadata"),
+            f"{path}.spec.template.metadata",
+            Reason.INVALID_RUNTIME,
+            namespaced=False,
+        )
         # the CRD's embedded pod schema: required fields (and the pod API's enums); the rest of
         # the pod rules judge the rendered pod, once the TrainJob's overrides are in
         errors += pod_rules.schema_errors(
@@ -305,6 +315,13 @@ def parse_runtime(doc: Json, source: str = "") -> Runtime:
     if errors:
         raise InputErrors(errors).at(source)
     return runtime
+
+
+def _at(value: Any, *keys: str) -> Any:
+    """``value[k1][k2]...``, or None where a step is missing or not a map."""
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
 
 
 def _trainjob_checks(job: TrainJob) -> list[InputError]:

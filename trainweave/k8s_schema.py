@@ -90,7 +90,27 @@ def _port_num_or_name(value: Any) -> str:
     return _port_number(value) if isinstance(value, int) else _port_name(value)
 
 
+# maps of resource quantities (the client's models type them as maps of strings): a value that
+# does not parse is refused by the API server as it decodes the body (400, "quantities must
+# match the regular expression"), before validation
+_QUANTITY_MAPS = {
+    ("V1ResourceRequirements", "limits"),
+    ("V1ResourceRequirements", "requests"),
+    ("V1VolumeResourceRequirements", "limits"),
+    ("V1VolumeResourceRequirements", "requests"),
+    ("V1PodSpec", "overhead"),
+}
+
+
+def _quantity(value: Any) -> str:
+    """A single quantity field (emptyDir ``sizeLimit``), as ``_quantities`` judges each."""
+    out: list[InputError] = []
+    _quantities({"": value}, "", Reason.INVALID_RUNTIME, out)
+    return out[0].message if out else ""
+
+
 _RULES: dict[tuple[str, str], Callable[[Any], str]] = {
+    ("V1EmptyDirVolumeSource", "sizeLimit"): _quantity,
     ("V1Container", "name"): _dns_label,
     ("V1Volume", "name"): _dns_label,
     ("V1EnvVar", "name"): _env_name,
@@ -215,7 +235,7 @@ def _walk(value: Any, type_name: str, path: str, reason: Reason, out: list[Input
             out.append(InputError(f"{path}.{key}", f"unknown field in {type_name}", reason=reason))
             continue
         attr, sub = fields[key]
-        if type_name == "V1ResourceRequirements" and attr in ("limits", "requests"):
+        if (type_name, attr) in _QUANTITY_MAPS:
             _quantities(item, f"{path}.{key}", reason, out)
             continue
         rule = _RULES.get((type_name, key))

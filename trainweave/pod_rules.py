@@ -17,7 +17,7 @@ import posixpath
 from collections.abc import Iterable
 from typing import Any
 
-from trainweave import k8s_rules, k8s_schema, pod_resources
+from trainweave import k8s_rules, k8s_schema, pod_resources, pod_spec_rules
 from trainweave.errors import InputError
 from trainweave.labels import Reason
 
@@ -87,6 +87,7 @@ def pod_spec_errors(
             errors += container_errors(container, where, reason, known)
             errors += _claim_errors(container, where, spec, reason)
     errors += _toleration_errors(spec.get("tolerations") or [], f"{path}.tolerations", reason)
+    errors += pod_spec_rules.errors(spec, path, reason)
     return errors
 
 
@@ -106,19 +107,23 @@ def container_errors(
 
 
 def env_errors(env: list[Any], path: str, reason: Reason) -> list[InputError]:
-    """validateEnvVarValueFrom: exactly one source under ``valueFrom``."""
+    """validateEnvVarValueFrom: exactly one source under ``valueFrom``, and no ``value`` with it."""
     errors = []
     for i, var in enumerate(env):
         source = var.get("valueFrom") if isinstance(var, dict) else None
-        if isinstance(source, dict) and len([k for k, v in source.items() if v is not None]) != 1:
-            errors.append(
-                InputError(
-                    f"{path}[{i}].valueFrom",
-                    "Invalid value: must specify exactly one of: `fieldRef`, `resourceFieldRef`,"
-                    " `configMapKeyRef`, `secretKeyRef` or `fileKeyRef`",
-                    reason=reason,
-                )
+        if not isinstance(source, dict):
+            continue
+        sources = len([k for k, v in source.items() if v is not None])
+        if sources >= 1 and var.get("value"):
+            message = "Invalid value: may not be specified when `value` is not empty"
+        elif sources != 1:
+            message = (
+                "Invalid value: must specify exactly one of: `fieldRef`, `resourceFieldRef`,"
+                " `configMapKeyRef`, `secretKeyRef` or `fileKeyRef`"
             )
+        else:
+            continue
+        errors.append(InputError(f"{path}[{i}].valueFrom", message, reason=reason))
     return errors
 
 

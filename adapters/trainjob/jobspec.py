@@ -170,6 +170,7 @@ def _rules(
                 errors.append(_err(f"{where}.onExitCodes.operator", "must be In or NotIn"))
                 continue
             values = tuple(int(v) for v in codes.get("values") or [])
+            errors += exit_code_errors(values, operator, f"{where}.onExitCodes.values")
             rules.append(ExitCodeRule(action, operator, values, container=container))
         elif "onPodConditions" in rule:
             for j, cond in enumerate(rule["onPodConditions"]):
@@ -185,6 +186,31 @@ def _rules(
         else:
             errors.append(_err(where, "needs onExitCodes or onPodConditions"))
     return rules, errors
+
+
+def exit_code_errors(values: tuple[int, ...], operator: str, path: str) -> list[InputError]:
+    """ValidateJobSpec's rules of ``onExitCodes.values`` (k8s.io/kubernetes v1.36.4
+    pkg/apis/batch/validation/validation.go ``validatePodFailurePolicyRuleOnExitCodes``): 1 to
+    255 values, none 0 with ``In``, each once, in order."""
+    errors = []
+    if not values or len(values) > 255:
+        errors.append(
+            _invalid(path, f"Invalid value: {list(values)}: 1 to 255 values are required")
+        )
+    for j, value in enumerate(values):
+        if operator == "In" and value == 0:
+            errors.append(
+                _invalid(f"{path}[{j}]", "Invalid value: 0: must not be 0 for the In operator")
+            )
+        if value in values[:j]:
+            errors.append(_invalid(f"{path}[{j}]", f"Duplicate value: {value}"))
+    if list(values) != sorted(values):
+        errors.append(_invalid(path, f"Invalid value: {list(values)}: must be ordered"))
+    return errors
+
+
+def _invalid(path: str, message: str) -> InputError:
+    return InputError(path, message, reason=Reason.INVALID_RUNTIME)
 
 
 def _success_policy(policy: dict[str, Any] | None, pods: int, path: str) -> list[InputError]:

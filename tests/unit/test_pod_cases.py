@@ -45,6 +45,15 @@ def test_refused_naming_the_field(case: pod_cases.PodCase) -> None:
     assert case.trainweave_field in refusals(pod_cases.edited_runtime(case))
 
 
+def test_the_job_base_is_accepted() -> None:
+    assert refusals(pod_cases.edited_job_runtime(None)) == []
+
+
+@pytest.mark.parametrize("case", pod_cases.JOB_CASES, ids=lambda c: c.name)
+def test_job_refused_naming_the_field(case: pod_cases.JobCase) -> None:
+    assert case.trainweave_field in refusals(pod_cases.edited_job_runtime(case))
+
+
 GPU = "nvidia.com/gpu"
 
 
