@@ -13,9 +13,12 @@ A step's pod-group name and pod hostnames start with the Workflow's name. With
 
 from __future__ import annotations
 
-from hera.workflows import DAG, Task, Workflow
+from hera.workflows import DAG, Parallel, Steps, Task, Workflow
 from hera.workflows import models as m
 from hera.workflows._context import _context
+
+from trainweave.errors import InputError
+from trainweave.workflows.checks import StepError
 
 WORKFLOW_NAME = "{{workflow.name}}"
 GENERATED_SUFFIX = 5  # characters Kubernetes appends to generateName
@@ -29,6 +32,23 @@ def active_workflow() -> Workflow:
     raise RuntimeError(
         "call a trainweave step inside `with Workflow(...)` (and a DAG), or pass workflow="
     )
+
+
+def refuse_steps(source: str) -> None:
+    """Raise StepError when the open block is a ``Steps()`` (or its ``parallel()``): a
+    trainweave step is a DAG task (``tasks.StepTask``), and Hera refuses a Task there with its
+    own ``InvalidType``."""
+    if _context.pieces and isinstance(_context.pieces[-1], Steps | Parallel):
+        raise StepError(
+            [
+                InputError(
+                    "name",
+                    "is called inside Steps(): a trainweave step is a DAG task; call it inside"
+                    " `with DAG(name=...)` (a Steps template may call that DAG's template)",
+                    source,
+                )
+            ]
+        )
 
 
 def workflow_name(workflow: Workflow) -> str:

@@ -178,6 +178,7 @@ class GangStep:
         ``instance`` (default ``{{item}}``: items must then be DNS-label strings or numbers).
         """
         wf = workflow or context.active_workflow()
+        context.refuse_steps(f"{self.name}(name={name or self.name!r})")
         instance = task.pop(INSTANCE, None)
         if instance is None and (task.get("with_items") is not None or task.get("with_param")):
             instance = "{{item}}"

@@ -57,6 +57,7 @@ def initializer(
 
     ``ancestor`` defaults from the name (``dataset-initializer``/``model-initializer``).
     """
+    _refuse_strings(f"initializer({name!r})", command=command, args=args)
     container = _container(name, image, command, args, resources, volume_mounts)
     user_env = _env(env)
     fields: Json = {"storageUri": storage_uri}
@@ -109,11 +110,14 @@ def trainer(
     """A gang of ``nodes`` trainer pods with stable DNS (``PET_*`` env when ``torch``).
 
     ``gpus_per_node`` adds ``gpu_resource`` to requests and limits; ``retry`` is
-    a per-pod budget (``backoffLimitPerIndex``) or a full RetryPolicy.
+    a per-pod budget (``backoffLimitPerIndex``) or a full RetryPolicy. ``gpus_per_node`` and a
+    different count of ``gpu_resource`` in ``resources`` are refused (which one is meant?).
     """
+    _refuse_strings(f"trainer({name!r})", command=command, args=args)
     container = _container(name, image, command, args, resources, volume_mounts)
     if gpus_per_node:
         res = container.setdefault("resources", {})
+        checks.refuse(f"trainer({name!r})", _gpu_conflicts(res, gpu_resource, gpus_per_node))
         for section in ("requests", "limits"):
             res.setdefault(section, {})[gpu_resource] = str(gpus_per_node)
     if env:
@@ -163,6 +167,7 @@ def post_processor(
     outputs: None = None,
 ) -> GangStep:
     """A one-pod step after the trainer (exporter, evaluator): trainweave's extension."""
+    _refuse_strings(f"post_processor({name!r})", command=command, args=args)
     container = _container(name, image, command, args, resources, volume_mounts)
     if env:
         container["env"] = _env(env)
@@ -202,6 +207,36 @@ def _check(
     if outputs is not None:
         errors.append(InputError("outputs", checks.OUTPUTS))
     checks.refuse(f"{builder}({name!r})", errors)
+
+
+def _refuse_strings(source: str, **given: Sequence[str] | None) -> None:
+    """A ``command`` or ``args`` given as one string (``"torchrun /workspace/train.py"``) would be
+    a list of its characters, one argument each: refused rather than split (how to split is the
+    shell's business: quotes, escapes)."""
+    errors = [
+        InputError(
+            key,
+            f"is the string {value!r}: it must be a list of strings, one argument each (as a"
+            f" string it would be {len(value)} one-character arguments), e.g."
+            f" {value.split()!r}",
+        )
+        for key, value in given.items()
+        if isinstance(value, str)
+    ]
+    checks.refuse(source, errors)
+
+
+def _gpu_conflicts(resources: Json, gpu: str, count: int) -> list[InputError]:
+    """``gpus_per_node`` beside a different count of the same resource in ``resources``."""
+    return [
+        InputError(
+            "gpus_per_node",
+            f"{count} conflicts with resources' {section} {gpu}: {resources[section][gpu]!r};"
+            " give the GPUs once (gpus_per_node, or resources)",
+        )
+        for section in ("requests", "limits")
+        if gpu in (resources.get(section) or {}) and str(resources[section][gpu]) != str(count)
+    ]
 
 
 def _rendered(

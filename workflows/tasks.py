@@ -80,7 +80,18 @@ def check_call(
     for key in ("when", "arguments"):
         for ref in sorted(checks.output_refs(task.get(key)) & steps):
             errors.append(InputError(key, f"names outputs of task {ref!r}: {checks.OUTPUTS}"))
-    mine = _instances(instance, task.get("with_items"))
+    items = task.get("with_items")
+    if instance == "{{item}}" and isinstance(items, list):
+        repeated = sorted({str(i) for i in items if [str(j) for j in items].count(str(i)) > 1})
+        if repeated:
+            errors.append(
+                InputError(
+                    "with_items",
+                    f"{', '.join(map(repr, repeated))} is given more than once: each item is its"
+                    f" own pod group of step {step!r} (instance), once per Workflow",
+                )
+            )
+    mine = _instances(instance, items)
     for other in context.tasks_of(wf):
         if other.template != f"step-{step}" or not isinstance(other, StepTask):
             continue
