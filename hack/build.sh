@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Build the pinned engines of the local control plane (hack/versions.env) from the Go module proxy into
+#   ${XDG_CACHE_HOME:-$HOME/.cache}/trainweave/components/<name>-<its pins>-r<BUILD_REVISION>/
+# and link them into the folder of this versions.env,
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/trainweave/engines/<hash of versions.env>/bin
-# Each component is built once per hash (a stamp file bin/.<name>.ok); a warm run only checks stamps.
-# Each build holds a lock (bin/.<name>.lock), so invocations may run at once: a second one waits
-# for a component being built and then finds its stamp (`.ci/run` starts `all` in the background
+# A component is keyed by the pins it is built from (Argo by ARGO_WORKFLOWS_VERSION, and so on), so
+# changing one pin (or a comment) builds that component alone: a cold build happens only on a new
+# machine or for a changed pin. A warm run only checks stamps (bin/.<name>.ok).
+# Each build holds a lock (components/<key>.lock), so invocations may run at once: a second one
+# waits for a component being built and then finds it (`.ci/run` starts `all` in the background
 # while the fast lane runs). Without an argument the engines build in two lanes at once (each
 # lane's `go build` waits on the network as often as on the CPU: two lanes keep both cores busy).
 # Prints how long each build took (also appended to <engines>/build-times.log).
@@ -15,12 +19,21 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VERSIONS="$ROOT/hack/versions.env"
 set -a; . "$VERSIONS"; set +a
-HASH=$(sha256sum "$VERSIONS" | cut -c1-16)
+OVERRIDE=""
+if [[ -n "${ARGO_VERSION:-}" && "$ARGO_VERSION" != "$ARGO_WORKFLOWS_VERSION" ]]; then
+  # `make e2e ARGO_VERSION=v4.0.7`: an older supported Argo (docs/compatibility.md), its own folder
+  [[ ",$ARGO_WORKFLOWS_SUPPORTED," == *",$ARGO_VERSION,"* ]] || {
+    echo "build.sh: ARGO_VERSION=$ARGO_VERSION: not one of ARGO_WORKFLOWS_SUPPORTED ($ARGO_WORKFLOWS_SUPPORTED)" >&2; exit 2; }
+  ARGO_WORKFLOWS_VERSION=$ARGO_VERSION
+  OVERRIDE="ARGO_WORKFLOWS_VERSION=$ARGO_VERSION"
+fi
+pins() { cat "$VERSIONS"; [[ -z "$OVERRIDE" ]] || echo "$OVERRIDE"; }
+HASH=$(pins | sha256sum | cut -c1-16)
 ENG="${XDG_CACHE_HOME:-$HOME/.cache}/trainweave/engines/$HASH"
 BIN="$ENG/bin"
 if [[ "${1:-}" == "--print-dir" ]]; then echo "$ENG"; exit 0; fi
 mkdir -p "$BIN" "$ENG/work"
-cp "$VERSIONS" "$ENG/versions.env"
+pins >"$ENG/versions.env"
 
 command -v go >/dev/null || { echo "build.sh: \`go\` is not on PATH: install Go >= 1.26 (https://go.dev/dl/) with access to the Go module proxy and put its bin/ on PATH" >&2; exit 1; }
 export CGO_ENABLED=0
@@ -29,20 +42,48 @@ JOBS="${BUILD_JOBS:-2}"
 LOG="$ENG/build-times.log"
 TOTAL0=$(date +%s)
 
-step() {  # step NAME FUNCTION: run FUNCTION unless bin/.NAME.ok exists (under its lock); time it
-  local name=$1 fn=$2 t0 t1
-  if [[ -f "$BIN/.$name.ok" ]]; then echo "build.sh: $name: up to date"; return 0; fi
-  exec {lock}>"$BIN/.$name.lock"
-  flock "$lock"  # another build.sh may be building it: wait, then it is up to date
-  if [[ -f "$BIN/.$name.ok" ]]; then echo "build.sh: $name: built meanwhile"; exec {lock}>&-; return 0; fi
-  echo "build.sh: building $name ..."
-  t0=$(date +%s)
-  "$fn"
-  t1=$(date +%s)
-  touch "$BIN/.$name.ok"
+STORE="${XDG_CACHE_HOME:-$HOME/.cache}/trainweave/components"
+
+key_of() {  # key_of NAME: the pins the component is built from (empty: this folder's own, e.g. sources)
+  case $1 in
+    etcd) echo "etcd-$ETCD_VERSION" ;;
+    kwok) echo "kwok-$KWOK_VERSION" ;;
+    kubernetes | kubelet) echo "$1-$KUBERNETES_VERSION" ;;
+    coredns) echo "coredns-$COREDNS_VERSION-$(sha256sum "$ROOT/hack/coredns/main.go" | cut -c1-12)" ;;
+    kueue | kueuectl) echo "$1-$KUEUE_VERSION" ;;
+    argo | argo-cli) echo "$1-$ARGO_WORKFLOWS_VERSION" ;;
+    trainer | jobset | oracle-*) echo "$1-$TRAINER_VERSION" ;;  # JobSet: the version Trainer pins
+    *) echo "" ;;
+  esac
+}
+
+step() {  # step NAME FUNCTION: FUNCTION builds into the component's folder (once, under its lock),
+  # whose files are then linked into bin/; time it
+  local name=$1 fn=$2 t0 t1 key out=$BIN dir
+  if [[ -f "$out/.$name.ok" ]]; then echo "build.sh: $name: up to date"; return 0; fi
+  key=$(key_of "$name")
+  if [[ -z "$key" ]]; then "$fn"; touch "$out/.$name.ok"; return 0; fi
+  dir="$STORE/$key-r$BUILD_REVISION"
+  mkdir -p "$STORE"
+  exec {lock}>"$STORE/$key.lock"
+  flock "$lock"  # another build.sh may be building it: wait, then it is there
+  if [[ -f "$dir/.ok" ]]; then
+    echo "build.sh: $name: built before ($dir)"
+  else
+    echo "build.sh: building $name ..."
+    rm -rf "$dir"; mkdir -p "$dir"
+    t0=$(date +%s)
+    local BIN=$dir  # what FUNCTION writes to "$BIN/" lands in the component's folder
+    "$fn"
+    BIN=$out
+    t1=$(date +%s)
+    touch "$dir/.ok"
+    echo "build.sh: built $name in $((t1 - t0))s"
+    echo "$(date -u +%FT%TZ) $name $((t1 - t0))s go=$(go env GOVERSION) cpus=$(nproc)" >>"$LOG"
+  fi
+  for f in "$dir"/*; do ln -sfn "$f" "$out/$(basename "$f")"; done
+  touch "$out/.$name.ok"
   exec {lock}>&-
-  echo "build.sh: built $name in $((t1 - t0))s"
-  echo "$(date -u +%FT%TZ) $name $((t1 - t0))s go=$(go env GOVERSION) cpus=$(nproc)" >>"$LOG"
 }
 
 lanes() {  # lanes "STEP FN STEP FN ..." "STEP FN ...": each lane's steps in order, lanes at once

@@ -62,8 +62,19 @@ def read_env(path: Path) -> dict[str, str]:
 
 
 def versions() -> dict[str, str]:
-    """hack/versions.env: every pinned engine and tool version."""
-    return read_env(VERSIONS)
+    """hack/versions.env: every pinned engine and tool version; ``ARGO_VERSION`` in the
+    environment (``make e2e ARGO_VERSION=v4.0.7``) selects another Argo Workflows, one of
+    ``ARGO_WORKFLOWS_SUPPORTED`` (docs/compatibility.md), as hack/build.sh does."""
+    pins = read_env(VERSIONS)
+    argo = os.environ.get("ARGO_VERSION", "")
+    if argo and argo != pins["ARGO_WORKFLOWS_VERSION"]:
+        supported = pins.get("ARGO_WORKFLOWS_SUPPORTED", "").split(",")
+        if argo not in supported:
+            die(
+                f"ARGO_VERSION={argo}: not one of ARGO_WORKFLOWS_SUPPORTED ({', '.join(supported)})"
+            )
+        pins["ARGO_WORKFLOWS_VERSION"] = argo
+    return pins
 
 
 def engines_dir() -> Path:

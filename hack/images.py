@@ -105,7 +105,8 @@ def key_of(*parts: bytes) -> str:
     (hack/oci.py), and the image's own inputs."""
     h = hashlib.sha256()
     recipe = (Path(__file__).read_bytes(), (HACK / "oci.py").read_bytes())
-    for part in (VERSIONS.read_bytes(), *recipe, *parts):
+    pins = json.dumps(versions(), sort_keys=True).encode()  # with an ARGO_VERSION override
+    for part in (VERSIONS.read_bytes(), pins, *recipe, *parts):
         h.update(len(part).to_bytes(8, "big") + part)
     return h.hexdigest()[:16]
 

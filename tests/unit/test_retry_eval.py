@@ -1,20 +1,23 @@
 """Retry expressions evaluated by Argo's own evaluator (util/expr, pinned Argo module).
 
 hack/exprcheck is a small Go program calling argoexpr.EvalBool(expr, env.GetFuncMap(scope)) as
-Argo's processNodeRetries does; it is built once per Argo version into the user cache.
+Argo's processNodeRetries does; it is built once per Argo version (the pin, or ARGO_VERSION) into
+the user cache, from a copy whose go.mod is moved to that version.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.versions import ARGO_VERSION
+from tests.versions import ARGO_MODULE, ARGO_VERSION
 from trainweave.adapters.argo.retry import retry_expression
 from trainweave.model import ExitCodeRule, RetryPolicy
 
@@ -31,9 +34,16 @@ def evaluate() -> Callable[[str, int, str, str], bool]:
     """
     binary = CACHE / f"exprcheck-argo-{ARGO_VERSION}"
     if not binary.exists():
-        subprocess.run(
-            ["go", "build", "-o", str(binary), "."], cwd=ROOT / "hack" / "exprcheck", check=True
-        )
+        # a copy of hack/exprcheck moved to the Argo pin (or ARGO_VERSION): its go.mod names one
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "exprcheck"
+            shutil.copytree(ROOT / "hack" / "exprcheck", src)
+            for cmd in (
+                ["go", "mod", "edit", f"-require={ARGO_MODULE}@{ARGO_VERSION}"],
+                ["go", "mod", "tidy"],
+                ["go", "build", "-o", str(binary), "."],
+            ):
+                subprocess.run(cmd, cwd=src, check=True)
 
     def run(expr: str, retries: int, status: str, message: str) -> bool:
         scope = {
