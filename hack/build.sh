@@ -22,8 +22,8 @@ set -a; . "$VERSIONS"; set +a
 OVERRIDE=""
 if [[ -n "${ARGO_VERSION:-}" && "$ARGO_VERSION" != "$ARGO_WORKFLOWS_VERSION" ]]; then
   # `make e2e ARGO_VERSION=v4.0.7`: an older supported Argo (docs/compatibility.md), its own folder
-  [[ ",$ARGO_WORKFLOWS_SUPPORTED," == *",$ARGO_VERSION,"* ]] || {
-    echo "build.sh: ARGO_VERSION=$ARGO_VERSION: not one of ARGO_WORKFLOWS_SUPPORTED ($ARGO_WORKFLOWS_SUPPORTED)" >&2; exit 2; }
+  [[ ",${ARGO_WORKFLOWS_SUPPORTED:-}," == *",$ARGO_VERSION,"* ]] || {
+    echo "build.sh: ARGO_VERSION=$ARGO_VERSION: not one of ARGO_WORKFLOWS_SUPPORTED (${ARGO_WORKFLOWS_SUPPORTED:-none})" >&2; exit 2; }
   ARGO_WORKFLOWS_VERSION=$ARGO_VERSION
   OVERRIDE="ARGO_WORKFLOWS_VERSION=$ARGO_VERSION"
 fi
