@@ -21,6 +21,32 @@ _NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9]
 
 
 PIP = "pip install matplotlib"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def address(value: str) -> str:
+    """An argparse type: ``HOST:PORT`` (``127.0.0.1:8080``, ``:8080``, ``[::1]:8080``), the port
+    0..65535 (0: any free port). A bad one is argparse's one usage line, exit 2."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535 or " " in host:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not HOST:PORT with a port 0-65535 (e.g. 127.0.0.1:8080, :8080,"
+            " [::1]:8080)"
+        )
+    return value
+
+
+def positive(value: str) -> int:
+    """An argparse type: a whole number of 1 or more."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of 1 or more")
+    return number
+
+
 OutputOption = Callable[[argparse.ArgumentParser, tuple[str, ...], str], None]
 
 
@@ -41,10 +67,11 @@ def add_commands(
     ctl.add_argument("--namespace", default="", help="watch one namespace (default: all)")
     ctl.add_argument(
         "--bind",
+        type=address,
         default="127.0.0.1:8080",
         help="address of /healthz, /readyz, /metrics (default: loopback 127.0.0.1:8080)",
     )
-    ctl.add_argument("--workers", type=int, default=2)
+    ctl.add_argument("--workers", type=positive, default=2, help="reconcile workers (default 2)")
     ctl.add_argument("--default-queue", default=None, help="LocalQueue for steps without one")
     ctl.add_argument("--no-leader-elect", action="store_true", help="act without a Lease")
     ctl.add_argument(
@@ -52,7 +79,13 @@ def add_commands(
     )
     ctl.add_argument("--lease-name", default="trainweave-controller")
     ctl.add_argument("--identity", default=None, help="leader election identity (default host-pid)")
-    ctl.add_argument("--log-level", default="INFO")
+    ctl.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        default="INFO",
+        help="DEBUG, INFO (default), WARNING, ERROR or CRITICAL",
+    )
     ctl.add_argument(
         "--kept-position",
         action="store_true",
@@ -172,7 +205,10 @@ def _trainjob_status_flags(ctl: argparse.ArgumentParser) -> None:
         " gate): trainer pods get KUBEFLOW_TRAINER_SERVER_* and may write status.trainerStatus",
     )
     ctl.add_argument(
-        "--trainjob-status-bind", default=ss.DEFAULT_BIND, help="HTTPS address (default :10443)"
+        "--trainjob-status-bind",
+        type=address,
+        default=ss.DEFAULT_BIND,
+        help="HTTPS address (default :10443)",
     )
     ctl.add_argument(
         "--trainjob-status-url",

@@ -127,7 +127,8 @@ class ApiError(Exception):
         self.reason = reason
         self.body = body or {}
         message = self.body.get("message") or reason
-        super().__init__(f"{status} {reason}: {message}")
+        # a transport failure has no HTTP status: "ConnectionRefusedError: ...", not "0 ..."
+        super().__init__(f"{status} {reason}: {message}" if status else f"{reason}: {message}")
 
     @property
     def not_found(self) -> bool:

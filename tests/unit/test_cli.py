@@ -609,6 +609,68 @@ def test_a_bad_controller_setting_is_one_line_before_anything_runs(
     assert (code, out, err.splitlines()[0][: len(line)], len(err.splitlines())) == (2, "", line, 1)
 
 
+@pytest.mark.parametrize(
+    ("flag", "line"),
+    [
+        (
+            ["--bind", "nonsense"],
+            "argument --bind: 'nonsense' is not HOST:PORT with a port 0-65535 (e.g."
+            " 127.0.0.1:8080, :8080, [::1]:8080)",
+        ),
+        (
+            ["--bind", "127.0.0.1:99999"],
+            "argument --bind: '127.0.0.1:99999' is not HOST:PORT with a port 0-65535 (e.g."
+            " 127.0.0.1:8080, :8080, [::1]:8080)",
+        ),
+        (
+            ["--trainjob-status-bind", "10443"],
+            "argument --trainjob-status-bind: '10443' is not HOST:PORT with a port 0-65535 (e.g."
+            " 127.0.0.1:8080, :8080, [::1]:8080)",
+        ),
+        (
+            ["--log-level", "LOUD"],
+            # the choices' quoting differs between Python versions
+            "argument --log-level: invalid choice: 'LOUD' (choose from ",
+        ),
+        (["--workers", "0"], "argument --workers: '0' is not a whole number of 1 or more"),
+        (["--workers", "-3"], "argument --workers: '-3' is not a whole number of 1 or more"),
+        (["--workers", "two"], "argument --workers: 'two' is not a whole number of 1 or more"),
+    ],
+    ids=[
+        "bind",
+        "bind-port",
+        "status-bind",
+        "log-level",
+        "workers-0",
+        "workers-neg",
+        "workers-word",
+    ],
+)
+def test_a_bad_controller_flag_is_a_usage_error_without_traceback(
+    flag: list[str], line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each used to start (``--workers 0``) or end in a traceback (``--bind nonsense``)."""
+    with pytest.raises(SystemExit) as raised:
+        main(["controller", "--kubeconfig", "/nowhere", *flag])
+    out, err = capsys.readouterr()
+    assert (raised.value.code, out) == (2, "")
+    assert err.startswith("usage: trainweave controller ")
+    assert err.splitlines()[-1].startswith(f"trainweave controller: error: {line}")
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [["--bind", ":8080"], ["--bind", "[::1]:0"], ["--log-level", "debug"], ["--workers", "4"]],
+    ids=["bind-any-host", "bind-ipv6", "log-level-lowercase", "workers"],
+)
+def test_a_good_controller_flag_reaches_the_kubeconfig_check(
+    flag: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["controller", "--kubeconfig", "/nowhere", *flag]) == 2
+    assert capsys.readouterr().err == "error: /nowhere: (kubeconfig): no such file\n"
+
+
 def test_no_kubeconfig_from_the_shell(tmp_path: Path) -> None:
     """The same, as a user runs it: a fresh process, its environment without any kubeconfig."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBE", "HOME"))}
@@ -641,5 +703,5 @@ def test_unreachable_cluster_is_one_line_on_stderr(
     code = main(argv)
     out, err = capsys.readouterr()
     assert (code, out, len(err.splitlines())) == (1, "", 1)
-    assert err.startswith("error: 0 ConnectionRefusedError: https://127.0.0.1:1: ")
+    assert err.startswith("error: ConnectionRefusedError: https://127.0.0.1:1: ")  # no stray 0
     assert "Connection refused" in err
