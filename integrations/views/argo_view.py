@@ -23,6 +23,7 @@ from typing import Any
 
 from trainweave import labels
 from trainweave.adapters import names
+from trainweave.adapters.argo import retry
 from trainweave.integrations.views import argo_nodes, disruption
 from trainweave.integrations.views.argo_nodes import PodNode
 from trainweave.labels import StoppedFor
@@ -266,7 +267,7 @@ def view(workflow: Json) -> WorkflowView:
         stopped_for=str(ann.get(labels.STOPPED_FOR, "")),
         max_restarts=_int(ann.get(labels.MAX_RESTARTS_ANNOTATION)),
         steps=steps,
-        backoff_limits=_json(ann.get(labels.BACKOFF_LIMITS_ANNOTATION)),
+        backoff_limits=_limits(ann.get(labels.BACKOFF_LIMITS_ANNOTATION)),
         disruptions=disruption.decode(str(ann.get(disruption.ANNOTATION) or "")),
         nodes_known=nodes is not None,
         created=str(meta.get("creationTimestamp") or ""),
@@ -348,12 +349,31 @@ def _exits(name: str, node: Json, by_name: dict[str, Json]) -> tuple[tuple[str, 
     return tuple(out.items())
 
 
-def _json(value: object) -> dict[str, dict[str, Json]]:
+def _limits(value: object) -> dict[str, dict[str, Json]]:
+    """The backoff-limits annotation: step -> job -> the retry policy's wire form, only the
+    policies that read back (``retry.policy_of_wire``); anything else is no policy (the
+    annotation is on the Workflow, which whoever may patch it may rewrite)."""
     try:
         out = json.loads(str(value)) if value else {}
     except ValueError:
         return {}
-    return out if isinstance(out, dict) else {}
+    if not isinstance(out, dict):
+        return {}
+    return {
+        str(step): {str(job): wire for job, wire in jobs.items() if _policy_reads(wire)}
+        for step, jobs in out.items()
+        if isinstance(jobs, dict)
+    }
+
+
+def _policy_reads(wire: object) -> bool:
+    if not isinstance(wire, dict):
+        return False
+    try:
+        retry.policy_of_wire(wire)
+    except (ValueError, TypeError, IndexError, KeyError, OverflowError):
+        return False
+    return True
 
 
 def _int(value: object) -> int:

@@ -76,11 +76,15 @@ def decode(text: str) -> Record:
             continue
         out[str(step)] = tuple(
             Mark(str(m.get("at", "")), str(m.get("type", "")), str(m.get("reason", "")),
-                 tuple(str(p) for p in m.get("pods") or []))
+                 tuple(str(p) for p in _list(m.get("pods"))))
             for m in marks
             if isinstance(m, dict)
         )  # fmt: skip
     return out
+
+
+def _list(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
 
 
 def encode(record: Record) -> str:
