@@ -113,6 +113,15 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument(
         "--trainjob-status-ca", metavar="CA.crt", help="the status server's CA certificate (PEM)"
     )
+    render.add_argument(
+        "--dry-run",
+        choices=("none", "client", "server"),
+        default="none",
+        help="server: send every object to the API server of the current kubeconfig with"
+        " dryRun=All first (validation, admission, webhooks; nothing stored) and print only"
+        " if it accepts them all; none or client (default): offline",
+    )
+    render.add_argument("--kubeconfig", help="with --dry-run=server (default $KUBECONFIG)")
     render.set_defaults(handler=_render)
     plan = sub.add_parser("plan", help="preview the Kueue Workloads and whether each step fits")
     _inputs(plan)
@@ -220,6 +229,12 @@ def _render(args: argparse.Namespace) -> int:
             " whole budget)",
             file=sys.stderr,
         )
+    if args.dry_run == "server":
+        from trainweave.integrations.commands import dry_run
+
+        code = dry_run.check(manifests, args.kubeconfig or os.environ.get("KUBECONFIG"))
+        if code:
+            return code
     _emit(manifests, args.output)
     return 0
 
