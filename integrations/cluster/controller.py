@@ -97,10 +97,13 @@ class Controller:
         metrics: Metrics,
         now: Callable[[], datetime] = utcnow,
         async_events: bool = False,
+        may_write: Callable[[], bool] = lambda: True,
     ) -> None:
         """``async_events``: Events go out from their own thread (``events.EventSender``);
-        else each is sent before the reconcile goes on."""
+        else each is sent before the reconcile goes on. ``may_write``: whether this replica
+        still leads (``leader.LeaderElector.leading``); no write goes out once it is false."""
         self.config, self.metrics, self.now = config, metrics, now
+        self.may_write = may_write
         self.queue = WorkQueue(settle=config.settle)
         metrics.queue_depth.set_function(lambda: len(self.queue))
         self.raw_send = send
@@ -222,7 +225,9 @@ class Controller:
     # --- the edge, with write-through -----------------------------------------------
     def send(self, req: api.Request) -> Json:
         """Send, then put what the API returned for a cached kind into its cache; an Event
-        is only queued when Events are sent apart."""
+        is only queued when Events are sent apart. No write once this replica stopped leading."""
+        if req.is_write and not self.may_write():
+            raise api.ApiError(0, "NotLeading", {"message": "leadership lost: not writing"})
         if self.events is not None and is_event(req):
             return self.events.put(req)
         obj = self.raw_send(req)

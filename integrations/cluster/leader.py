@@ -1,11 +1,24 @@
-"""Leader election through a ``coordination.k8s.io/v1`` Lease (client-go's leaderelection).
+"""Leader election through a ``coordination.k8s.io/v1`` Lease, skew-proof as client-go's
+(``tools/leaderelection/leaderelection.go`` of k8s.io/client-go v0.36.4).
 
-A candidate acquires the Lease when it is absent, already its own, or expired
-(``renewTime + leaseDurationSeconds`` in the past), writing with the Lease's
-``resourceVersion`` so two candidates cannot both win; the leader renews every
-``retry_period``; failing to renew for ``lease_duration`` means leadership is
-lost and the process must stop acting (the controller exits, like
-controller-runtime).
+No replica trusts another's clock. A candidate keeps the Lease's spec as it last saw it
+(``observed``) and the time of its own monotonic clock when that spec last changed
+(``observed_at``, client-go's ``observedRecord``/``observedTime``); a Lease held by another is
+expired only once ``observed_at + leaseDurationSeconds`` has passed on that clock, whatever its
+``renewTime`` says. ``renewTime``/``acquireTime`` are written from the wall clock for people and
+tools only. A standby whose clock runs an hour ahead therefore never takes a live Lease, and one
+an hour behind takes a dead leader's Lease within ``leaseDurationSeconds`` of last seeing it
+change (it wakes when the Lease would expire, not only every ``retry_period``): within
+``leaseDurationSeconds + retry_period`` of the leader's death.
+
+The leader renews every ``retry_period`` (writing with the Lease's ``resourceVersion``, so two
+candidates cannot both win) and leads only while its last successful renewal started less than
+``renew_deadline`` ago on its monotonic clock (``leading``; client-go's ``RenewDeadline``, 10 s of
+a 15 s Lease by default). ``renew_deadline < leaseDurationSeconds``, and the renewal's time is
+taken before its request is sent, so the leader has stopped acting before any standby can see the
+Lease expire, even when renewing hangs or its thread dies (``keep`` calls ``on_lost`` then, and
+``process.run`` checks ``leading`` on its own). ``release`` (SIGTERM) empties the holder so a
+standby takes over at once.
 """
 
 from __future__ import annotations
@@ -18,19 +31,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trainweave.integrations.views import api
-from trainweave.integrations.views.times import format_micro_time, parse_time
+from trainweave.integrations.views.times import format_micro_time
 
 Json = dict[str, Any]
 log = logging.getLogger("trainweave.controller")
+RENEW_FRACTION = 2 / 3  # renew deadline / lease duration (client-go's defaults: 10 s of 15 s)
+EARLIEST_RETRY = 0.05  # seconds: a wait for a Lease about to expire is never shorter
 
 
 def lease_body(
     name: str, namespace: str, identity: str, duration: int, now: datetime, base: Json | None
 ) -> Json:
     """The Lease as ``identity`` holds it at ``now`` (keeps resourceVersion/acquireTime)."""
-    old_spec = (base or {}).get("spec") or {}
+    old_spec = _spec(base)
     same = old_spec.get("holderIdentity") == identity
-    transitions = int(old_spec.get("leaseTransitions") or 0) + (0 if same or not base else 1)
+    transitions = _int(old_spec.get("leaseTransitions")) + (0 if same or not base else 1)
     meta: Json = {"name": name, "namespace": namespace}
     if base:
         meta["resourceVersion"] = base["metadata"]["resourceVersion"]
@@ -48,21 +63,17 @@ def lease_body(
     }
 
 
-def can_take(lease: Json | None, identity: str, now: datetime) -> bool:
-    """Absent, ours, or expired. Pure."""
-    if lease is None:
-        return True
-    spec = lease.get("spec") or {}
-    if spec.get("holderIdentity") in (identity, None, ""):
-        return True
-    renew = parse_time(str(spec.get("renewTime") or spec.get("acquireTime") or ""))
-    if renew is None:
-        return True
-    return (now - renew).total_seconds() > int(spec.get("leaseDurationSeconds") or 15)
+def _spec(lease: Json | None) -> Json:
+    spec = (lease or {}).get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 class LeaderElector:
-    """Acquire, then keep renewing; ``on_lost`` when renewal fails for too long."""
+    """Acquire, then keep renewing; ``on_lost`` when renewal lapses."""
 
     def __init__(
         self,
@@ -72,16 +83,66 @@ class LeaderElector:
         identity: str,
         lease_duration: int = 15,
         retry_period: float = 2.0,
+        renew_deadline: float | None = None,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``now``: the wall clock, only for the times written on the Lease; ``clock``: the
+        monotonic clock every decision is taken on."""
         self.send, self.namespace, self.name = send, namespace, name
         self.identity, self.duration, self.period = identity, lease_duration, retry_period
-        self.now = now
+        self.renew_deadline = (
+            lease_duration * RENEW_FRACTION if renew_deadline is None else renew_deadline
+        )
+        if not 0 < retry_period < self.renew_deadline < lease_duration:
+            raise ValueError("need 0 < retry_period < renew_deadline < lease_duration")
+        self.now, self.clock = now, clock
+        self.observed: Json | None = None  # the Lease's spec as last seen
+        self.observed_at = clock()  # clock() when ``observed`` last changed
+        self.renewed_at: float | None = None  # clock() before our last successful write
         self.is_leader = threading.Event()
         self.stopped = threading.Event()
+        self.lock = threading.Lock()
 
+    # --- what this replica knows ----------------------------------------------------------
+    def _observe(self, spec: Json | None, at: float) -> None:
+        with self.lock:
+            if spec != self.observed:
+                self.observed, self.observed_at = spec, at
+
+    def _observed_duration(self) -> float:
+        found = _int((self.observed or {}).get("leaseDurationSeconds"))
+        return float(found) if found > 0 else float(self.duration)
+
+    def held_by_other(self) -> bool:
+        """The Lease, as last seen, is another's and not expired on this replica's clock."""
+        with self.lock:
+            holder = (self.observed or {}).get("holderIdentity")
+            if not holder or holder == self.identity:
+                return False
+            return self.clock() < self.observed_at + self._observed_duration()
+
+    def next_try(self) -> float:
+        """Seconds until the next attempt: ``retry_period``, or sooner when the Lease as last
+        seen expires sooner (so a dead leader's Lease is taken as soon as it may be)."""
+        with self.lock:
+            expires = self.observed_at + self._observed_duration() - self.clock()
+        return max(EARLIEST_RETRY, min(self.period, expires))
+
+    def leading(self) -> bool:
+        """Leader now: acquired, and the last successful renewal started less than
+        ``renew_deadline`` ago. Once false, this replica must not act."""
+        renewed = self.renewed_at
+        return (
+            self.is_leader.is_set()
+            and renewed is not None
+            and self.clock() - renewed < self.renew_deadline
+        )
+
+    # --- one attempt -------------------------------------------------------------------------
     def try_acquire(self) -> bool:
         """One attempt to take or renew the Lease."""
+        started = self.clock()
         try:
             lease: Json | None = self.send(api.get(api.LEASE, self.namespace, self.name))
         except api.ApiError as err:
@@ -89,21 +150,27 @@ class LeaderElector:
                 log.warning("leader election: %s", err)
                 return False
             lease = None
-        now = self.now()
-        if not can_take(lease, self.identity, now):
-            return False
-        body = lease_body(self.name, self.namespace, self.identity, self.duration, now, lease)
+        if lease is not None:
+            self._observe(_spec(lease), self.clock())
+            if self.held_by_other():
+                return False
+        body = lease_body(
+            self.name, self.namespace, self.identity, self.duration, self.now(), lease
+        )
         try:
             if lease is None:
                 self.send(api.create(api.LEASE, self.namespace, body))
             else:
                 self.send(api.update(api.LEASE, self.namespace, self.name, body))
-            return True
         except api.ApiError as err:
             if not err.conflict:
                 log.warning("leader election: %s", err)
             return False
+        self._observe(body["spec"], started)
+        self.renewed_at = started
+        return True
 
+    # --- loops ---------------------------------------------------------------------------------
     def acquire(self) -> bool:
         """Block until leader (True) or stopped (False)."""
         while not self.stopped.is_set():
@@ -111,27 +178,25 @@ class LeaderElector:
                 self.is_leader.set()
                 log.info("became leader (%s)", self.identity)
                 return True
-            self.stopped.wait(self.period)
+            self.stopped.wait(self.next_try())
         return False
 
     def keep(self, on_lost: Callable[[], None]) -> threading.Thread:
-        """Renew in a daemon thread; call ``on_lost`` once renewal lapses."""
+        """Renew every ``retry_period`` in a daemon thread; stop leading and call ``on_lost``
+        once when leadership ends: the renew deadline passed, another holds the Lease, or the
+        loop itself died."""
 
         def loop() -> None:
-            last = time.monotonic()
             try:
                 while not self.stopped.wait(self.period):
                     try:
-                        renewed = self.try_acquire()
+                        self.try_acquire()
                     except Exception:  # any failure is a failed renewal
                         log.exception("leader election: renewing")
-                        renewed = False
-                    if renewed:
-                        last = time.monotonic()
-                    elif time.monotonic() - last > self.duration * 2 / 3:
+                    if not self.leading() or self.held_by_other():
                         return
             finally:
-                if not self.stopped.is_set():  # lapsed, or the loop died: stop leading
+                if not self.stopped.is_set():
                     self.is_leader.clear()
                     log.error("lost leadership (%s)", self.identity)
                     on_lost()
@@ -147,7 +212,7 @@ class LeaderElector:
             return
         try:
             lease = self.send(api.get(api.LEASE, self.namespace, self.name))
-            if (lease.get("spec") or {}).get("holderIdentity") == self.identity:
+            if _spec(lease).get("holderIdentity") == self.identity:
                 lease["spec"]["holderIdentity"] = ""
                 self.send(api.update(api.LEASE, self.namespace, self.name, lease))
         except api.ApiError as err:

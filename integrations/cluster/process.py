@@ -20,6 +20,7 @@ from trainweave.integrations.cluster.leader import LeaderElector
 from trainweave.integrations.cluster.metrics import Metrics, serve_http
 
 log = logging.getLogger("trainweave.controller")
+WATCHDOG = 0.5  # seconds between the main thread's checks that this replica still leads
 
 
 def run(config: Config, kubeconfig: str | None = None, renderer: Renderer | None = None) -> int:
@@ -29,14 +30,6 @@ def run(config: Config, kubeconfig: str | None = None, renderer: Renderer | None
 
     metrics = Metrics()
     client = KubeClient(load_configuration(kubeconfig), metrics)
-    ctl = Controller(
-        client.send,
-        client.stream,
-        renderer or adapters_renderer(config.default_queue),
-        config,
-        metrics,
-        async_events=True,
-    )
     elector = LeaderElector(
         client.send,
         config.lease_namespace,
@@ -44,6 +37,15 @@ def run(config: Config, kubeconfig: str | None = None, renderer: Renderer | None
         config.identity,
         config.lease_duration,
         config.retry_period,
+    )
+    ctl = Controller(
+        client.send,
+        client.stream,
+        renderer or adapters_renderer(config.default_queue),
+        config,
+        metrics,
+        async_events=True,
+        may_write=elector.leading if config.leader_elect else lambda: True,
     )
     done = threading.Event()
     exit_code = [0]
@@ -65,7 +67,7 @@ def run(config: Config, kubeconfig: str | None = None, renderer: Renderer | None
     server = serve_http(config.bind, metrics, not_ready, ctl.health.problems)
     log.info("serving /healthz /readyz /metrics on %s", config.bind)
     if config.leader_elect:
-        threading.Thread(target=lambda: elector.acquire() and done.is_set(), daemon=True).start()
+        threading.Thread(target=elector.acquire, name="leader-acquire", daemon=True).start()
         while not elector.is_leader.wait(0.5):
             if done.is_set():
                 elector.release()
@@ -73,7 +75,10 @@ def run(config: Config, kubeconfig: str | None = None, renderer: Renderer | None
                 return 0
         ctl.health.watch(elector.keep(on_lost))
     threading.Thread(target=ctl.start, name="start", daemon=True).start()
-    done.wait()
+    while not done.wait(WATCHDOG):
+        if config.leader_elect and not elector.leading() and not done.is_set():
+            log.error("renew deadline passed (%s): stopping", config.identity)
+            on_lost()  # the renewal is stuck or its thread is gone: stop all the same
     ctl.stop()
     if exit_code[0] == 0:
         elector.release()
