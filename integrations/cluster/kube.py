@@ -123,7 +123,9 @@ class KubeClient:
             raise api.ApiError(0, type(err).__name__, {"message": message}) from err
 
     def stream(self, req: api.Request) -> Iterator[Json]:
-        """Yield watch events (``{type, object}``) until the server closes the watch."""
+        """Yield watch events (``{type, object}``) until the server closes the watch. A dropped
+        connection, a reset or a line that is no JSON object ends it with ``api.ApiError`` of
+        status 0 (the informer relists)."""
         resp = self._open(req, timeout=330.0, stream=True)
         try:
             if not 200 <= resp.status < 300:
@@ -134,11 +136,25 @@ class KubeClient:
                 *lines, rest = (rest + chunk).split(b"\n")  # one event a line; the last may be cut
                 for line in lines:
                     if line.strip():
-                        yield orjson.loads(line)
-        except urllib3.exceptions.HTTPError as err:
+                        yield _event(line)
+            # a last line cut by the server's close is dropped: the watch resumes from the last
+            # whole event's resourceVersion, and the server sends the cut one again
+        except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as err:
             raise api.ApiError(0, type(err).__name__, {"message": str(err)}) from err
         finally:
             resp.release_conn()
+
+
+def _event(line: bytes) -> Json:
+    """One watch line as its event; a line that is no JSON object is a broken stream
+    (``api.ApiError`` of status 0: the informer relists)."""
+    try:
+        event = orjson.loads(line)
+    except orjson.JSONDecodeError as err:
+        raise api.ApiError(0, "BadWatchEvent", {"message": f"{err}: {line[:200]!r}"}) from err
+    if not isinstance(event, dict):
+        raise api.ApiError(0, "BadWatchEvent", {"message": f"not an event: {line[:200]!r}"})
+    return event
 
 
 def _readable(sock: Any) -> bool:
