@@ -150,8 +150,9 @@ class EventReason(enum.StrEnum):
     # kept queue position (integrations/views/kept.py): a step's gate lifted, or its position given up
     STEP_UNGATED = "StepUngated"
     KEPT_POSITION_EXPIRED = "KeptPositionExpired"
-    # one of the TrainJob's children could not be read and is skipped (controller.py)
-    OBJECT_SKIPPED = "ObjectSkipped"
+    # one of the TrainJob's children could not be read: skipped, or kept with a part unknown
+    # (a Workflow's compressedNodes that does not decode) (controller.py)
+    OBJECT_UNREADABLE = "ObjectUnreadable"
 
 
 class TrainJobState(enum.StrEnum):

@@ -177,6 +177,9 @@ class Controller:
         one's view is dropped."""
         if self.workflows.get(*key_of(obj)) is None:
             self.views.pop(Meta.of(obj).uid, None)
+        elif "compressedNodes" in WorkflowBody.of(obj).status:  # kept by slim: undecodable
+            err = ValueError("status.compressedNodes is not base64(gzip(JSON))")
+            self._object_error(obj, err, "kept with its nodes unknown")
         finished = WorkflowBody.of(obj).phase in TERMINAL
         self._enq_child(obj, FINISHED if finished else CHANGED)
 
@@ -190,16 +193,16 @@ class Controller:
         for wf in self.workflows.by_index("group", f"{ns}/{name}"):
             self._enq_child(wf)
 
-    def _object_error(self, obj: Json, err: Exception) -> None:
+    def _object_error(self, obj: Json, err: Exception, what: str = "skipped") -> None:
         """One object could not be read (``Informer.on_error``): logged with its kind and key,
         counted, skipped; a TrainJob in the cache that it belongs to gets a Warning Event."""
         kind = str(obj.get("kind") or "") if isinstance(obj, dict) else ""
         ns, name = key_of(obj)
         self.metrics.object_errors.labels(kind).inc()
-        log.warning("%s %s/%s skipped: %r", kind, ns, name, err, exc_info=err)
+        log.warning("%s %s/%s %s: %r", kind, ns, name, what, err, exc_info=what == "skipped")
         for tj in self._owners(obj):
-            message = f"{kind} {name} skipped: it cannot be read ({str(err)[:400]})"
-            self._note(tj, EventReason.OBJECT_SKIPPED, message)
+            message = f"{kind} {name} {what}: it cannot be read ({str(err)[:400]})"
+            self._note(tj, EventReason.OBJECT_UNREADABLE, message)
 
     def _owners(self, obj: Json) -> list[Json]:
         """The cached TrainJobs ``obj`` belongs to: itself, the one its label names, or (a

@@ -9,7 +9,8 @@ goes through what the controller does with a watched object: the informer's even
 (``Controller.send``'s ``put``), ``Controller.view`` of every cached Workflow, and a reconcile of
 every TrainJob the events queued (``observed``, ``templates``, ``reconcile.actions``, the
 executor). Nothing raises but the API's own answers (``api.ApiError``, the normal retry), no
-object is skipped (``trainweave_object_errors_total`` stays 0: garbage reads as empty), and
+object is skipped (``trainweave_object_errors_total`` counts only a ``compressedNodes`` that does
+not decode, kept with its nodes unknown: other garbage reads as empty), and
 ``ft`` still starts its Workflow and writes its status.
 """
 
@@ -28,7 +29,7 @@ from tests.mutations import mutate
 from tests.unit.cluster_objects import T0, Pod, StepState, pod, trainjob, workflow, workload
 from tests.unit.test_supervised import ApiServer, controller
 from trainweave import labels as L
-from trainweave.integrations.views import api
+from trainweave.integrations.views import api, slim
 
 Json = dict[str, Any]
 TENANT = "tenant"
@@ -132,11 +133,18 @@ def test_hostile_objects_never_raise_and_a_good_trainjob_still_reconciles(
         # an ApiError is the API's answer (a hostile child it will not patch): a retry
         with contextlib.suppress(api.ApiError):
             ctl.reconcile(key)
+    undecodable = sum(
+        1
+        for kind, obj, _ in objects
+        if kind.endswith("Workflow") and "compressedNodes" in slim.workflow(obj)["status"]
+    )
     for kind in ("Workflow", "Pod", "Workload", "TrainJob"):
         errors = ctl.metrics.registry.get_sample_value(
             "trainweave_object_errors_total", {"kind": kind}
         )
-        assert errors == 0, kind
+        # nothing skipped: only a compressedNodes that does not decode is counted (kept, its
+        # nodes unknown), at most once per event
+        assert errors == 0 or (kind == "Workflow" and errors <= undecodable), (kind, errors)
     assert len(server.written("/namespaces/ns/workflows")) == 1  # ft started, once
     assert server.written("/namespaces/ns/trainjobs/ft/status")  # and its status written
 

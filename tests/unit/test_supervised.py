@@ -88,7 +88,7 @@ def test_a_workflow_that_breaks_its_informer_is_counted_skipped_and_told_on_its_
     assert ctl.workflows.get("ns", "ft") is not None  # the next object is kept
     assert ctl.workflows.get("ns", "ft-bad") is None  # the broken one skipped
     assert _sample(ctl, "trainweave_object_errors_total", kind="Workflow") == 1
-    (note,) = _events(server, "ObjectSkipped")
+    (note,) = _events(server, "ObjectUnreadable")
     assert note["type"] == "Warning" and note["involvedObject"]["name"] == "ft"
     assert (
         "Workflow ft-bad skipped" in note["message"] and "cannot read this one" in note["message"]
@@ -102,7 +102,7 @@ def test_a_workflow_of_no_cached_trainjob_is_counted_without_an_event() -> None:
     wf = workflow({"init": INIT_OK}, tj="someone-else", namespace="tenant")
     ctl.workflows.handle({"type": "MODIFIED", "object": wf})
     assert _sample(ctl, "trainweave_object_errors_total", kind="Workflow") == 1
-    assert _events(server, "ObjectSkipped") == []
+    assert _events(server, "ObjectUnreadable") == []
 
 
 def test_a_hostile_compressed_nodes_string_is_no_error_at_all() -> None:
@@ -117,7 +117,8 @@ def test_a_hostile_compressed_nodes_string_is_no_error_at_all() -> None:
         ctl.workflows.handle({"type": "MODIFIED", "object": wf})
         kept = ctl.workflows.get("tenant", "ft")
         assert kept is not None and ctl.view(kept).nodes_known is False
-    assert _sample(ctl, "trainweave_object_errors_total", kind="Workflow") == 0
+    # counted (and told, had the tenant a TrainJob ft), never raised
+    assert _sample(ctl, "trainweave_object_errors_total", kind="Workflow") == 2
     ctl.reconcile(("ns", "ft"))
     assert len(server.written("/workflows")) == 1  # the good TrainJob started
 
