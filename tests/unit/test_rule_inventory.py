@@ -6,7 +6,7 @@ where it is (``ALIAS:LINE``), and whether trainweave judges it offline (``offlin
 naming the trainweave function or test case that does) or leaves it to the API server
 (``server-only``). The schema tier parses the Go sources and fails when a function called from
 an entry point has no row, or a row's line is not that function's ``func``; the unit tier fails
-when an offline row names a function or case that does not exist, or the counts the doc states
+when an offline row names a function or a ``tests/pod_cases.py`` case that does not exist, or the counts the doc states
 are not the table's.
 """
 
@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import pod_cases
 from tests.crds import module_dir
 
 ROOT = Path(__file__).parents[2]
@@ -39,8 +40,9 @@ SOURCES = {
     "metav1": ("k8s.io/apimachinery", APIMACHINERY, "pkg/apis/meta/v1/validation/validation.go"),
 }
 STATUSES = ("offline", "partly", "server-only")
+CASE_NAMES = {c.name for c in (*pod_cases.CASES, *pod_cases.JOB_CASES)}
 ROW = re.compile(r"^\| `(\w+)` \| `(\w+):(\d+)` \| (\w+) \| ([\w-]+) \| (.*) \|$")
-REF = re.compile(r"`([\w/.]+\.py)::([\w-]+)`")
+REF = re.compile(r"`([\w/.]+\.py)::(\w+)(?:\[([\w-]+)\])?`")
 
 
 @dataclass(frozen=True)
@@ -157,11 +159,11 @@ def test_every_offline_row_names_what_judges_it_and_it_exists() -> None:
         refs = REF.findall(row.refs)
         if row.status != "server-only" and not refs:
             missing.append(f"{row.name}: names nothing")
-        for path, name in refs:
+        for path, name, case in refs:
             file = ROOT / path
             text = file.read_text() if file.exists() else ""
-            if f"def {name}(" not in text and f'"{name}"' not in text:
-                missing.append(f"{row.name}: {path}::{name}")
+            if f"def {name}(" not in text or (case and case not in CASE_NAMES):
+                missing.append(f"{row.name}: {path}::{name}[{case}]")
     assert missing == []
 
 
