@@ -59,6 +59,31 @@ def trainjob(
     }
 
 
+def cluster_runtime(name: str = "rt", spec: Json | None = None) -> Json:
+    """A ClusterTrainingRuntime (``spec`` empty unless given)."""
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": name},
+        "spec": spec or {},
+    }
+
+
+def snapshot_map(text: str, owner_uid: str = UID, tj: str = "ft", namespace: str = "ns") -> Json:
+    """The runtime snapshot ConfigMap ``<tj>-runtime-snapshot`` holding ``text``, controlled by
+    the TrainJob of ``owner_uid``."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": f"{tj}-runtime-snapshot",
+            "namespace": namespace,
+            "ownerReferences": owner(owner_uid),
+        },
+        "data": {"runtime": text},
+    }
+
+
 def owner(uid: str = UID) -> list[Json]:
     return [
         {

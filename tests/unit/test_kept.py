@@ -10,8 +10,19 @@ from typing import Any
 import pytest
 
 from tests.builders import make_runtime, make_trainjob
-from tests.unit.cluster_objects import T0, StepState, pod, trainjob, workflow, workload
-from tests.unit.test_reconcile import INIT_OK, Recorder, fake_renderer
+from tests.unit.cluster_objects import (
+    T0,
+    StepState,
+    cluster_queue,
+    cluster_runtime,
+    local_queue,
+    pod,
+    trainjob,
+    workflow,
+    workload,
+)
+from tests.unit.fakeapi import Transport
+from tests.unit.test_reconcile import INIT_OK, fake_renderer
 from trainweave import labels as L
 from trainweave.adapters import render
 from trainweave.adapters.kueue import kept as kept_render
@@ -182,60 +193,53 @@ def test_a_pipeline_that_stops_deletes_its_gated_workloads(wf: dict[str, Any]) -
 
 # --- at start: the ClusterQueue opt-out ---------------------------------------------------------
 
-LQ = "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/localqueues/gpu-queue"
-CQ = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/gpu-cq"
 CREATE_WL = "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads"
 
 
-RUNTIME = {
-    "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/rt": {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "ClusterTrainingRuntime",
-        "metadata": {"name": "rt"},
-        "spec": {},
-    }
-}
-
-
-def _start(objects: dict[str, Json], conflicts: frozenset[str] = frozenset()) -> Recorder:
-    rec = Recorder(RUNTIME | objects, conflicts)
+def _start(*objects: Json) -> Transport:
+    fake = Transport.of(trainjob(), cluster_runtime(), *objects)
     tj = trainjob()
-    Executor(rec, fake_renderer, lambda: NOW, kept_cap_seconds=7200).start(tj, reconcile.Start(0))
-    return rec
+    Executor(fake, fake_renderer, lambda: NOW, kept_cap_seconds=7200).start(tj, reconcile.Start(0))
+    return fake
 
 
 def _cq(annotations: dict[str, str]) -> Json:
-    return {"metadata": {"name": "gpu-cq", "annotations": annotations}}
+    cq = cluster_queue("gpu-cq", {"gpu": {"nvidia.com/gpu": "8"}})
+    cq["metadata"]["annotations"] = annotations
+    return cq
 
 
-LQ_OBJ = {"metadata": {"name": "gpu-queue"}, "spec": {"clusterQueue": "gpu-cq"}}
+LQ_OBJ = local_queue("gpu-queue", "gpu-cq")
 
 
 @pytest.mark.parametrize(
     ("objects", "created"),
     [
-        ({LQ: LQ_OBJ, CQ: _cq({})}, True),
-        ({LQ: LQ_OBJ, CQ: _cq({L.KEPT_POSITION_ANNOTATION: "true"})}, True),
-        ({LQ: LQ_OBJ, CQ: _cq({L.KEPT_POSITION_ANNOTATION: "false"})}, False),
-        ({}, False),  # no such LocalQueue
+        ((LQ_OBJ, _cq({})), True),
+        ((LQ_OBJ, _cq({L.KEPT_POSITION_ANNOTATION: "true"})), True),
+        ((LQ_OBJ, _cq({L.KEPT_POSITION_ANNOTATION: "false"})), False),
+        ((), False),  # no such LocalQueue
     ],
     ids=["on", "annotated-true", "opted-out", "no-local-queue"],
 )
 def test_start_creates_kept_workloads_unless_the_cluster_queue_opts_out(
-    objects: dict[str, Json], created: bool
+    objects: tuple[Json, ...], created: bool
 ) -> None:
-    rec = _start(objects)
-    posts = [r for r in rec.sent if r.method == "POST" and r.path == CREATE_WL]
+    fake = _start(*objects)
+    posts = [r for r in fake.sent if r.method == "POST" and r.path == CREATE_WL]
     assert [p.body["metadata"]["name"] for p in posts if p.body] == (
         ["ft-node-a0"] if created else []
     )
-    kinds = [r.body["kind"] for r in rec.sent if r.method == "POST" and r.body]
+    stored = [w["metadata"]["name"] for w in fake.server.objects("Workload", "ns")]
+    assert stored == (["ft-node-a0"] if created else [])
+    kinds = [r.body["kind"] for r in fake.sent if r.method == "POST" and r.body]
     assert kinds[-1] == "Workflow"  # the kept Workload before the Workflow
 
 
 def test_an_existing_kept_workload_is_not_an_error() -> None:
-    rec = _start({LQ: LQ_OBJ, CQ: _cq({})}, frozenset({f"{CREATE_WL}/ft-node-a0"}))
-    assert rec.sent[-1].body and rec.sent[-1].body["kind"] == "Workflow"
+    fake = _start(LQ_OBJ, _cq({}), workload("ft-node-a0", queue="gpu-queue"))
+    assert fake.sent[-1].body and fake.sent[-1].body["kind"] == "Workflow"
+    assert fake.server.find("Workflow", "ns", "ft") is not None
 
 
 def test_expiry_is_measured_from_creation() -> None:
@@ -249,11 +253,11 @@ def test_a_suspended_pipeline_keeps_no_place() -> None:
     tj = trainjob(suspend=True, annotations={L.ATTEMPTS_ANNOTATION: "1"})
     obs = Observed(tj, obs.workflows, obs.pods, obs.workloads)
     assert [r.method for r in kept.actions(obs, NOW).requests] == ["DELETE"]
-    rec = Recorder(RUNTIME | {LQ: LQ_OBJ, CQ: _cq({})})
-    Executor(rec, fake_renderer, lambda: NOW, kept_cap_seconds=7200).start(
+    fake = Transport.of(trainjob(suspend=True), cluster_runtime(), LQ_OBJ, _cq({}))
+    Executor(fake, fake_renderer, lambda: NOW, kept_cap_seconds=7200).start(
         trainjob(suspend=True), reconcile.Start(0, suspend=True)
     )
-    assert not [r for r in rec.sent if r.path == CREATE_WL]
+    assert not [r for r in fake.sent if r.path == CREATE_WL]
 
 
 def test_a_held_workload_has_no_quota_record_until_ungated() -> None:

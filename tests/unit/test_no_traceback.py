@@ -11,7 +11,6 @@ it with backoff for ever). Fixed seed (``derandomize``), 2100 examples in all.
 from __future__ import annotations
 
 import contextlib
-import copy
 import io
 import re
 from datetime import UTC, datetime
@@ -24,9 +23,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.mutations import VALUES, Case, dump, mutated_case, mutated_pair
+from tests.unit.cluster_objects import snapshot_map
+from tests.unit.fakeapi import FakeApi, Transport
+from tests.unit.fakeapi.errors import Failure
 from trainweave.cli import main
 from trainweave.integrations.cluster.executor import Executor, adapters_renderer
-from trainweave.integrations.views import api, reconcile
+from trainweave.integrations.views import reconcile
+from trainweave.integrations.views.bodies import TrainJobBody
 from trainweave.integrations.views.observed import Observed
 from trainweave.labels import Reason
 
@@ -219,34 +222,42 @@ def _cases() -> list[Case]:
 # --- the controller -------------------------------------------------------------------------
 
 
-class FakeApi:
-    """The API server edge: the runtime for any runtime GET, the snapshot ConfigMap when given
-    (a create of it is a 409), 404 for other GETs, 201 for other creates; records every
-    request."""
+def cluster_of(tj: Json, rt: Json, snapshot: str | None) -> Transport:
+    """The fake API server holding the pair as a cluster would: the TrainJob; the runtime under
+    the name and kind its ``runtimeRef`` gives, served with that kind and apiVersion whatever
+    the document says (a mutated kind reaches the controller through a snapshot's text); the
+    snapshot ConfigMap when given. An object no API server takes (an invalid name or label)
+    is absent, as it would be."""
+    fake = Transport(FakeApi())
+    meta = tj["metadata"]
+    ref = TrainJobBody.of(tj).runtime_ref
+    kind = "TrainingRuntime" if ref.get("kind") == "TrainingRuntime" else "ClusterTrainingRuntime"
+    rt_meta = rt.get("metadata") if isinstance(rt.get("metadata"), dict) else {}
+    runtime = {
+        **rt,
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": kind,
+        "metadata": {
+            **(rt_meta or {}),
+            "name": str(ref.get("name")),
+            "namespace": meta["namespace"],
+        },
+    }
+    docs = [tj, runtime]
+    if snapshot is not None:
+        docs.append(snapshot_map(snapshot, str(meta["uid"]), str(meta["name"]), meta["namespace"]))
+    for doc in docs:
+        with contextlib.suppress(Failure):
+            fake.server.seed(doc)
+    return fake
 
-    def __init__(self, runtime: Json, snapshot: str | None = None) -> None:
-        self.runtime = runtime
-        self.snapshot = snapshot
-        self.sent: list[api.Request] = []
-        self.created: list[Json] = []  # bodies of the creates answered 201
 
-    def __call__(self, req: api.Request) -> Json:
-        self.sent.append(req)
-        if req.method == "GET":
-            if "trainingruntimes/" in req.path:
-                return copy.deepcopy(self.runtime)
-            if "/configmaps/" in req.path and self.snapshot is not None:
-                return {
-                    "metadata": {"ownerReferences": [{"uid": "tj-uid", "controller": True}]},
-                    "data": {"runtime": self.snapshot},
-                }
-            raise api.ApiError(404, "NotFound")
-        name = str(((req.body or {}).get("metadata") or {}).get("name", ""))
-        if req.method == "POST" and self.snapshot is not None and name.endswith("-snapshot"):
-            raise api.ApiError(409, "AlreadyExists")
-        if req.method == "POST":
-            self.created.append(req.body or {})
-        return {}
+def created_kinds(fake: Transport, seeded: set[str]) -> set[str]:
+    """The kinds of the objects the controller created (uids not in ``seeded``), Events left
+    out."""
+    return {
+        str(o["kind"]) for o in fake.server.everything() if o["metadata"]["uid"] not in seeded
+    } - {"Event"}
 
 
 @_settings(1000)
@@ -263,7 +274,8 @@ def test_controller_on_mutated_inputs(
         "annotations": {"trainweave.io/attempts": "1"} if started else {},
     }
     plan = reconcile.actions(Observed(tj), NOW)
-    fake = FakeApi(rt, snapshot)
+    fake = cluster_of(tj, rt, snapshot)
+    seeded = {o["metadata"]["uid"] for o in fake.server.everything()}
     Executor(fake, adapters_renderer(), lambda: NOW).run(plan, tj)
     if plan.start is None:
         return  # another controller's TrainJob (spec.managedBy), or finished
@@ -274,7 +286,7 @@ def test_controller_on_mutated_inputs(
         for c in s["status"].get("conditions", [])
         if c["type"] == "Failed" and c["status"] == "True"
     ]
-    created = {str(body.get("kind")) for body in fake.created} - {"Event"}
+    created = created_kinds(fake, seeded)
     if failed:
         cond = failed[-1]
         assert cond["reason"] in INPUT_REASONS, cond

@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from tests.mutations import CASES, dump
-from tests.unit.test_no_traceback import NOW, FakeApi, run_cli
+from tests.unit.cluster_objects import snapshot_map
+from tests.unit.fakeapi import Transport
+from tests.unit.test_no_traceback import NOW, run_cli
 from trainweave.integrations.cluster.executor import Executor, adapters_renderer
 from trainweave.integrations.views import reconcile
 from trainweave.integrations.views.observed import Observed
@@ -204,6 +206,15 @@ def test_an_empty_file_name_is_named() -> None:
     )
 
 
+def served(tj: Json, runtime: Json, *more: Json) -> Transport:
+    """The fake API server holding the TrainJob, its runtime (under the name and kind its
+    runtimeRef gives) and ``more``."""
+    ref = tj["spec"]["runtimeRef"]
+    meta = {"name": ref["name"], "namespace": tj["metadata"]["namespace"]}
+    kind = ref.get("kind") or "ClusterTrainingRuntime"
+    return Transport.of(tj, {**runtime, "kind": kind, "metadata": meta}, *more)
+
+
 @pytest.mark.parametrize(
     ("deadline", "created"),
     [
@@ -217,7 +228,7 @@ def test_controller_deadline_of_any_value(deadline: object, created: bool) -> No
     tj["spec"]["activeDeadlineSeconds"] = deadline
     tj["metadata"].update(uid="tj-uid", creationTimestamp="2026-11-01T10:00:00Z")
     plan = reconcile.actions(Observed(tj), NOW)
-    fake = FakeApi(TORCH.runtime)
+    fake = served(tj, TORCH.runtime)
     Executor(fake, adapters_renderer(), lambda: NOW).run(plan, tj)
     kinds = {str((r.body or {}).get("kind")) for r in fake.sent if r.method == "POST"}
     assert ("Workflow" in kinds) == created
@@ -243,7 +254,9 @@ def test_controller_deadline_of_any_value(deadline: object, created: bool) -> No
 def test_an_edited_snapshot_configmap_fails_the_trainjob(text: str, message: str) -> None:
     tj = copy.deepcopy(TORCH.trainjob)
     tj["metadata"].update(uid="tj-uid", creationTimestamp="2026-11-01T10:00:00Z")
-    fake = FakeApi(TORCH.runtime, snapshot=text)
+    fake = served(
+        tj, TORCH.runtime, snapshot_map(text, "tj-uid", "mnist", tj["metadata"]["namespace"])
+    )
     Executor(fake, adapters_renderer(), lambda: NOW).run(reconcile.actions(Observed(tj), NOW), tj)
     status = next(r.body for r in fake.sent if r.path.endswith("/status"))
     assert status is not None
@@ -257,10 +270,13 @@ def test_an_edited_snapshot_configmap_fails_the_trainjob(text: str, message: str
 
 def test_a_runtime_of_a_long_kind_is_named_by_its_field() -> None:
     """The runtime's ``kind`` was the message's source: 5000 characters of it pushed the field
-    path out of the condition message (``rollup.clip`` keeps its first 4056 characters)."""
+    path out of the condition message (``rollup.clip`` keeps its first 4056 characters). The API
+    server serves a runtime of its own kind: such a kind comes from the text of the snapshot
+    ConfigMap, read when the runtime is gone."""
     tj = copy.deepcopy(TORCH.trainjob)
     tj["metadata"].update(uid="tj-uid", creationTimestamp="2026-11-01T10:00:00Z")
-    fake = FakeApi({**TORCH.runtime, "kind": "a" * 5000})
+    text = dump([{**TORCH.runtime, "kind": "a" * 5000}])
+    fake = Transport.of(tj, snapshot_map(text, "tj-uid", "mnist", tj["metadata"]["namespace"]))
     Executor(fake, adapters_renderer(), lambda: NOW).run(reconcile.actions(Observed(tj), NOW), tj)
     status = next(r.body for r in fake.sent if r.path.endswith("/status"))
     assert status is not None

@@ -18,11 +18,14 @@ from tests.unit.cluster_objects import (
     workflow,
     workload,
 )
+from tests.unit.fakeapi import Transport
+from tests.unit.fakeapi.errors import Failure
+from tests.unit.fakeapi.resources import Target
 from tests.unit.queues_table import TABLE
 from trainweave import cli
 from trainweave import labels as L
 from trainweave.integrations.commands import status_cli
-from trainweave.integrations.views import api, quota
+from trainweave.integrations.views import quota
 from trainweave.integrations.views.queues_view import (
     UNKNOWN,
     Cluster,
@@ -51,6 +54,8 @@ GONE = quota.StepQuota(
     hold_seconds=3600.0,
     resource_seconds={"nvidia.com/gpu": 3600.0},
 )
+
+Json = dict[str, Any]
 
 
 def cluster() -> Cluster:
@@ -247,34 +252,17 @@ def test_empty_cluster() -> None:
     assert format_table(queues_view(Cluster(), NOW)) == "no ClusterQueues\n"
 
 
-class FakeApi:
-    """Answers LISTs from ``cluster()`` in pages of one item; records every request."""
-
-    def __init__(self, c: Cluster) -> None:
-        self.sent: list[api.Request] = []
-        self.by_plural = {
-            "clusterqueues": c.cluster_queues,
-            "localqueues": c.local_queues,
-            "workloads": c.workloads,
-            "trainjobs": c.trainjobs,
-            "workflows": c.workflows,
-        }
-
-    def __call__(self, req: api.Request) -> dict[str, Any]:
-        self.sent.append(req)
-        items = self.by_plural[req.path.rsplit("/", 1)[-1]]
-        start = int(dict(req.query).get("continue") or 0)
-        more = start + 1 < len(items)
-        return {
-            "items": list(items[start : start + 1]),
-            "metadata": {"continue": str(start + 1) if more else ""},
-        }
+def served(c: Cluster) -> Transport:
+    """The fake API server holding ``c``, answering LISTs in pages of one item."""
+    return Transport.of(
+        *c.cluster_queues, *c.local_queues, *c.workloads, *c.trainjobs, *c.workflows, page_size=1
+    )
 
 
 def test_queues_command_reads_each_kind_once_and_writes_nothing() -> None:
     """The I/O edge: one paged LIST per kind (Workflows by the trainweave.io/trainjob label), only
     GETs, and the JSON printed is to_json of the pure view."""
-    fake = FakeApi(cluster())
+    fake = served(cluster())
     out = io.StringIO()
     assert status_cli.queues(fake, NOW, out, "", "", "json") == 0
     assert all(r.method == "GET" for r in fake.sent)
@@ -292,7 +280,7 @@ def test_queues_command_reads_each_kind_once_and_writes_nothing() -> None:
 
 
 def test_queues_command_in_one_namespace_lists_there() -> None:
-    fake = FakeApi(cluster())
+    fake = served(cluster())
     assert status_cli.queues(fake, NOW, io.StringIO(), TEAM_B, "", "table") == 0
     paths = {r.path for r in fake.sent}
     assert "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-b/workloads" in paths
@@ -300,11 +288,14 @@ def test_queues_command_in_one_namespace_lists_there() -> None:
 
 
 def test_queues_command_api_error_is_exit_1() -> None:
-    def forbidden(req: api.Request) -> dict[str, Any]:
-        raise api.ApiError(403, "Forbidden", {"message": "clusterqueues is forbidden"})
+    fake = served(cluster())
 
+    def forbidden(method: str, target: Target, body: Json | None) -> None:
+        raise Failure(403, "Forbidden", "clusterqueues is forbidden")  # RBAC
+
+    fake.server.hooks.append(forbidden)
     out = io.StringIO()
-    assert status_cli.queues(forbidden, NOW, out, "", "", "table") == 1
+    assert status_cli.queues(fake, NOW, out, "", "", "table") == 1
     assert out.getvalue() == "error: 403 Forbidden: clusterqueues is forbidden\n"
 
 

@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from tests.builders import make_runtime, make_trainjob
-from tests.unit.cluster_objects import T0, Pod, StepState, pod, trainjob, workflow, workload
+from tests.unit.cluster_objects import (
+    T0,
+    Pod,
+    StepState,
+    cluster_runtime,
+    pod,
+    snapshot_map,
+    trainjob,
+    workflow,
+    workload,
+)
+from tests.unit.fakeapi import Transport
 from trainweave.adapters import render
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.integrations.cluster.executor import Executor
@@ -21,34 +31,6 @@ NOW = datetime(2026, 11, 1, 10, 5, tzinfo=UTC)
 Json = dict[str, Any]
 INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", code=0)])
 TRAINER_RUN = StepState("Running", [Pod("node-0-0", "Running")], role="trainer", queue="gpu")
-
-
-class Recorder:
-    """A fake API server edge: canned GETs, 201 for POSTs, records every request."""
-
-    def __init__(
-        self, objects: dict[str, Json] | None = None, conflicts: AbstractSet[str] = frozenset()
-    ) -> None:
-        self.objects = dict(objects or {})
-        self.conflicts = set(conflicts)
-        self.sent: list[api.Request] = []
-
-    def __call__(self, req: api.Request) -> Json:
-        self.sent.append(req)
-        if req.method == "GET":
-            if req.path in self.objects:
-                return self.objects[req.path]
-            raise api.ApiError(404, "NotFound")
-        if req.method == "POST":
-            name = (req.body or {}).get("metadata", {}).get("name", "")
-            if f"{req.path}/{name}" in self.conflicts:
-                raise api.ApiError(409, "AlreadyExists")
-            return {**(req.body or {}), "metadata": {**(req.body or {})["metadata"], "uid": "new"}}
-        return {}
-
-    @property
-    def writes(self) -> list[api.Request]:
-        return [r for r in self.sent if r.is_write]
 
 
 def fake_renderer(trainjob: Json, runtime: Json, options: render.Options) -> list[Json]:
@@ -84,17 +66,32 @@ def steady_state() -> Observed:
     return Observed(tj, (wf,), pods, wls)
 
 
-def run(obs: Observed, rec: Recorder) -> reconcile.Actions:
+def run(obs: Observed, fake: Transport) -> reconcile.Actions:
     plan = reconcile.actions(obs, NOW)
-    Executor(rec, fake_renderer, lambda: NOW).run(plan, obs.trainjob)
+    Executor(fake, fake_renderer, lambda: NOW).run(plan, obs.trainjob)
     return plan
+
+
+def with_trainjob(obs: Observed, *objs: Json) -> Transport:
+    """The fake API server holding the observed TrainJob and ``objs``."""
+    return Transport.of(obs.trainjob, *objs)
+
+
+def failed_condition(fake: Transport) -> Json:
+    """The TrainJob's Failed condition as the status write sent it, checked to be stored."""
+    status = next(r.body for r in fake.write_requests if r.path.endswith("/status"))
+    assert status is not None
+    stored = fake.server.find("TrainJob", "ns", "ft")
+    assert stored is not None and stored["status"]["conditions"] == status["status"]["conditions"]
+    cond: Json = status["status"]["conditions"][0]
+    return cond
 
 
 def test_no_op_reconcile_writes_nothing() -> None:
     obs = steady_state()
-    rec = Recorder()
-    run(obs, rec)
-    assert rec.sent == []
+    fake = with_trainjob(obs)
+    run(obs, fake)
+    assert fake.sent == []
     # and a later reconcile (time moved on, nothing changed state) still writes nothing
     plan = reconcile.actions(obs, datetime(2026, 11, 1, 12, 0, tzinfo=UTC))
     assert plan.requests == [] and plan.after_start == [] and plan.start is None
@@ -104,11 +101,12 @@ def test_first_reconcile_writes_status_quota_and_events() -> None:
     wf = workflow({"init": INIT_OK, "trainer": TRAINER_RUN})
     wls = (workload("ft-trainer-a0", queue="gpu", pending_reason="WaitingForQuota"),)
     obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}), (wf,), (), wls)
-    rec = Recorder()
-    run(obs, rec)
-    kinds = [(r.method, r.path.rsplit("/", 1)[-1]) for r in rec.writes]
+    fake = with_trainjob(obs)
+    run(obs, fake)
+    kinds = [(r.method, r.path.rsplit("/", 1)[-1]) for r in fake.write_requests]
     assert kinds == [("PATCH", "ft"), ("POST", "events"), ("PATCH", "status")]
-    event = rec.writes[1].body or {}
+    event = fake.write_requests[1].body or {}
+    assert [e["reason"] for e in fake.server.objects("Event", "ns")] == ["StepWaitingForQuota"]
     assert event["reason"] == "StepWaitingForQuota"
     assert event["type"] == "Normal"
     assert "queue gpu: WaitingForQuota" in event["message"]
@@ -143,54 +141,43 @@ def test_a_step_no_wait_will_admit_is_a_warning_event_not_a_failure(
             c["message"] = message
     wls = (wl,)
     obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}), (wf,), (), wls)
-    rec = Recorder()
-    run(obs, rec)
-    events = [r.body or {} for r in rec.writes if r.path.endswith("/events")]
+    fake = with_trainjob(obs)
+    run(obs, fake)
+    events = [r.body or {} for r in fake.write_requests if r.path.endswith("/events")]
     assert [(e["type"], e["reason"]) for e in events] == [("Warning", "StepWaitingForQuota")]
     assert f"queue gpu: {reason}" in events[0]["message"]
-    status = [r.body or {} for r in rec.writes if r.path.endswith("/status")]
+    status = [r.body or {} for r in fake.write_requests if r.path.endswith("/status")]
     assert all(c["type"] != "Failed" for b in status for c in b["status"].get("conditions", []))
 
 
 def test_start_creates_children_owned_by_trainjob() -> None:
-    rt = {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "ClusterTrainingRuntime",
-        "metadata": {"name": "rt"},
-        "spec": {},
-    }
-    rec = Recorder({"/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/rt": rt})
-    run(Observed(trainjob()), rec)
-    writes = [(r.method, r.path) for r in rec.writes]
+    fake = with_trainjob(Observed(trainjob()), cluster_runtime())
+    run(Observed(trainjob()), fake)
+    writes = [(r.method, r.path) for r in fake.write_requests]
     # attempt 0 needs no trainweave.io/attempts write: no Workflow yet is what says so
     assert not [w for w in writes if w[0] == "PATCH" and w[1].endswith("/trainjobs/ft")]
     assert ("POST", "/api/v1/namespaces/ns/configmaps") in writes
-    created_wf = next(r.body for r in rec.writes if r.path.endswith("/workflows"))
+    created_wf = next(r.body for r in fake.write_requests if r.path.endswith("/workflows"))
     assert created_wf is not None
     assert created_wf["metadata"]["name"] == "ft"
     assert created_wf["metadata"]["ownerReferences"][0]["uid"] == "tj-uid-1"
     assert created_wf["metadata"]["annotations"]["trainweave.io/max-restarts"] == "2"
     # the Workflow comes last: pods need the ConfigMap/Service/PVCs first
-    assert [r.path.rsplit("/", 1)[-1] for r in rec.writes if r.method == "POST"][-1] == "workflows"
+    posts = [r.path.rsplit("/", 1)[-1] for r in fake.write_requests if r.method == "POST"]
+    assert posts[-1] == "workflows"
+    (stored,) = fake.server.objects("Workflow", "ns")
+    assert stored["metadata"]["ownerReferences"][0]["uid"] == "tj-uid-1"
 
 
-SNAPSHOT = "/api/v1/namespaces/ns/configmaps/ft-runtime-snapshot"
 CLUSTER_RUNTIME = "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/rt"
-
-
-def snapshot_cm(text: str, owner_uid: str = "tj-uid-1") -> Json:
-    return {
-        "metadata": {"ownerReferences": [{"uid": owner_uid, "controller": True}]},
-        "data": {"runtime": text},
-    }
 
 
 def test_a_first_start_creates_the_snapshot_first_and_reads_only_the_runtime() -> None:
     """Attempt 0 normally finds no snapshot: no GET of it (one read per TrainJob fewer)."""
-    rec = Recorder({CLUSTER_RUNTIME: {"kind": "ClusterTrainingRuntime"}})
-    run(Observed(trainjob()), rec)
-    assert [r.path for r in rec.sent if r.method == "GET"] == [CLUSTER_RUNTIME]
-    posts = [r for r in rec.sent if r.method == "POST"]
+    fake = with_trainjob(Observed(trainjob()), cluster_runtime())
+    run(Observed(trainjob()), fake)
+    assert [r.path for r in fake.sent if r.method == "GET"] == [CLUSTER_RUNTIME]
+    posts = [r for r in fake.sent if r.method == "POST"]
     assert (posts[0].body or {})["metadata"]["name"] == "ft-runtime-snapshot"
     assert [r.path for r in posts].count("/api/v1/namespaces/ns/configmaps") == 1
 
@@ -205,77 +192,52 @@ def test_a_first_start_cut_short_renders_from_the_snapshot_it_left() -> None:
         return fake_renderer(trainjob, runtime, options)
 
     left = '{"kind":"ClusterTrainingRuntime","metadata":{"name":"rt","generation":1}}'
-    rec = Recorder(
-        {CLUSTER_RUNTIME: {"kind": "ClusterTrainingRuntime"}, SNAPSHOT: snapshot_cm(left)},
-        conflicts={SNAPSHOT},
-    )
+    fake = with_trainjob(Observed(trainjob()), cluster_runtime(), snapshot_map(left))
     plan = reconcile.actions(Observed(trainjob()), NOW)
-    Executor(rec, renderer, lambda: NOW).run(plan, trainjob())
-    assert given == [{"kind": "ClusterTrainingRuntime"}, json.loads(left)]
-    cm_posts = [r for r in rec.sent if r.method == "POST" and r.path.endswith("/configmaps")]
+    Executor(fake, renderer, lambda: NOW).run(plan, trainjob())
+    assert given == [fake.server.find("ClusterTrainingRuntime", "", "rt"), json.loads(left)]
+    cm_posts = [r for r in fake.sent if r.method == "POST" and r.path.endswith("/configmaps")]
     assert len(cm_posts) == 1
-    assert any(r.method == "POST" and r.path.endswith("/workflows") for r in rec.sent)
+    assert any(r.method == "POST" and r.path.endswith("/workflows") for r in fake.sent)
+    (snapshot,) = [c for c in fake.server.objects("ConfigMap", "ns") if "runtime" in c["data"]]
+    assert snapshot["data"]["runtime"] == left  # the one left, not overwritten
 
 
 def test_a_first_start_meeting_a_foreign_snapshot_is_an_error_and_creates_nothing_more() -> None:
-    rec = Recorder(
-        {
-            CLUSTER_RUNTIME: {"kind": "ClusterTrainingRuntime"},
-            SNAPSHOT: snapshot_cm("{}", owner_uid="someone-else"),
-        },
-        conflicts={SNAPSHOT},
+    fake = with_trainjob(
+        Observed(trainjob()), cluster_runtime(), snapshot_map("{}", owner_uid="someone-else")
     )
     with pytest.raises(api.ApiError, match="ConfigMap ft-runtime-snapshot exists and is not"):
-        run(Observed(trainjob()), rec)
-    assert [r.path for r in rec.sent if r.method == "POST"] == ["/api/v1/namespaces/ns/configmaps"]
+        run(Observed(trainjob()), fake)
+    assert [r.path for r in fake.sent if r.method == "POST"] == ["/api/v1/namespaces/ns/configmaps"]
 
 
 def test_restart_adopts_existing_workflow_instead_of_a_second_copy() -> None:
     wf = workflow({"init": StepState("")})
-    rec = Recorder(
-        {
-            "/apis/argoproj.io/v1alpha1/namespaces/ns/workflows/ft": wf,
-            "/api/v1/namespaces/ns/configmaps/ft-runtime-snapshot": {
-                "metadata": {"ownerReferences": [{"uid": "tj-uid-1", "controller": True}]},
-                "data": {
-                    "runtime": "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: ClusterTrainingRuntime\n"
-                },
-            },
-        },
-        conflicts={
-            "/apis/argoproj.io/v1alpha1/namespaces/ns/workflows/ft",
-            "/api/v1/namespaces/ns/configmaps/ft-runtime-snapshot",
-        },
-    )
+    text = "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: ClusterTrainingRuntime\n"
     obs = Observed(
         trainjob(annotations={"trainweave.io/attempts": "1"})
     )  # cache had no workflow yet
-    run(obs, rec)
-    posts = [r for r in rec.sent if r.method == "POST" and r.path.endswith("workflows")]
+    fake = with_trainjob(obs, wf, snapshot_map(text))
+    run(obs, fake)
+    posts = [r for r in fake.sent if r.method == "POST" and r.path.endswith("workflows")]
     assert len(posts) == 1  # one create, 409, adopted
+    assert [w["metadata"]["uid"] for w in fake.server.objects("Workflow")] == ["wf-ft"]
 
 
 def test_foreign_object_with_our_name_is_an_error() -> None:
     foreign = workflow({"init": StepState("")}, owner_uid="someone-else")
-    rec = Recorder(
-        {
-            "/apis/argoproj.io/v1alpha1/namespaces/ns/workflows/ft": foreign,
-            "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/rt": {
-                "kind": "ClusterTrainingRuntime"
-            },
-        },
-        conflicts={"/apis/argoproj.io/v1alpha1/namespaces/ns/workflows/ft"},
-    )
+    obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}))
+    fake = with_trainjob(obs, foreign, cluster_runtime())
     with pytest.raises(api.ApiError, match="not controlled by this TrainJob"):
-        run(Observed(trainjob(annotations={"trainweave.io/attempts": "1"})), rec)
+        run(obs, fake)
 
 
 def test_missing_runtime_fails_with_reason() -> None:
-    rec = Recorder()
-    run(Observed(trainjob(annotations={"trainweave.io/attempts": "1"})), rec)
-    status = next(r.body for r in rec.writes if r.path.endswith("/status"))
-    assert status is not None
-    cond = status["status"]["conditions"][0]
+    obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}))
+    fake = with_trainjob(obs)
+    run(obs, fake)
+    cond = failed_condition(fake)
     assert (cond["type"], cond["status"], cond["reason"]) == (
         "Failed",
         "True",
@@ -297,14 +259,12 @@ def test_runtime_ref_that_is_no_object_name_is_not_found_without_a_request(
     kind: str, name: str
 ) -> None:
     """urllib3 removes dot segments: ``a/../..`` would GET another namespace's object."""
-    rec = Recorder()
     tj = trainjob(annotations={"trainweave.io/attempts": "1"})
     tj["spec"]["runtimeRef"] = {"kind": kind, "name": name}
-    run(Observed(tj), rec)
-    assert [r.path for r in rec.sent if "trainingruntimes" in r.path] == []
-    status = next(r.body for r in rec.writes if r.path.endswith("/status"))
-    assert status is not None
-    cond = status["status"]["conditions"][0]
+    fake = with_trainjob(Observed(tj))
+    run(Observed(tj), fake)
+    assert [r.path for r in fake.sent if "trainingruntimes" in r.path] == []
+    cond = failed_condition(fake)
     assert (cond["type"], cond["reason"]) == ("Failed", "TrainingRuntimeNotFound")
 
 
@@ -319,14 +279,11 @@ def test_existing_secret_is_taken_as_its_own_without_reading_it() -> None:
     def renderer(trainjob: Json, runtime: Json, options: render.Options) -> list[Json]:
         return [secret, *fake_renderer(trainjob, runtime, options)]
 
-    rec = Recorder(
-        {"/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/rt": {"kind": "x"}},
-        conflicts={"/api/v1/namespaces/ns/secrets/ft-mpi-ssh-auth"},
-    )
     obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}))
-    Executor(rec, renderer, lambda: NOW).run(reconcile.actions(obs, NOW), obs.trainjob)
-    assert [r for r in rec.sent if "/secrets" in r.path and r.method != "POST"] == []
-    assert any(r.method == "POST" and r.path.endswith("/workflows") for r in rec.sent)
+    fake = with_trainjob(obs, cluster_runtime(), secret)
+    Executor(fake, renderer, lambda: NOW).run(reconcile.actions(obs, NOW), obs.trainjob)
+    assert [r.path for r in fake.sent if "/secrets" in r.path] == ["/api/v1/namespaces/ns/secrets"]
+    assert any(r.method == "POST" and r.path.endswith("/workflows") for r in fake.sent)
 
 
 def test_suspend_stops_running_workflow_and_releases_its_workloads() -> None:

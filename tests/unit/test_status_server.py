@@ -1,4 +1,4 @@
-"""integrations.cluster.status_server over real HTTPS, the API server faked by a recording send.
+"""integrations.cluster.status_server over real HTTPS, the API server the unit tier's fake.
 
 Upstream's TestServerErrorResponses (kubeflow/trainer v2.3.0 ``pkg/statusserver/server_test.go``:
 unauthorized 403, invalid payload 422, oversized payload 413) plus the TokenReview (audience,
@@ -10,12 +10,14 @@ from __future__ import annotations
 import http.client
 import json
 import ssl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.unit.fakeapi import Transport
+from tests.unit.fakeapi.resources import Target
 from trainweave import trainer_status as ts
 from trainweave.integrations.cluster import status_server as ss
 from trainweave.integrations.views import api
@@ -26,34 +28,34 @@ AUDIENCE = ts.token_audience("default", "test-job")
 GOOD = {"trainerStatus": {"progressPercentage": 30, "lastUpdatedTime": "2026-11-25T22:00:00Z"}}
 
 
-class FakeAPI:
-    """TokenReviews: ``tokens`` maps a token to (audiences, username); applies are recorded."""
+TOKENS: dict[str, tuple[list[str], str]] = {  # token -> (its audiences, its user)
+    "good": ([AUDIENCE], "system:serviceaccount:default:trainer"),
+    "other-job": ([ts.token_audience("default", "other")], "system:serviceaccount:default:trainer"),
+    "other-ns": ([AUDIENCE], "system:serviceaccount:team-b:trainer"),
+    "user": ([AUDIENCE], "alice"),
+}
 
-    def __init__(self) -> None:
-        self.tokens: dict[str, tuple[list[str], str]] = {
-            "good": ([AUDIENCE], "system:serviceaccount:default:trainer"),
-            "other-job": (
-                [ts.token_audience("default", "other")],
-                "system:serviceaccount:default:trainer",
-            ),
-            "other-ns": ([AUDIENCE], "system:serviceaccount:team-b:trainer"),
-            "user": ([AUDIENCE], "alice"),
+
+def review(spec: Json) -> Json:
+    """The API server's TokenReview of ``spec``: authenticated for an audience asked for."""
+    auds, user = TOKENS.get(spec["token"], ([], ""))
+    if set(auds) & set(spec["audiences"]):
+        return {"authenticated": True, "audiences": auds, "user": {"username": user}}
+    return {"error": "invalid bearer token"}
+
+
+def cluster() -> Transport:
+    """The fake API server holding TrainJob default/test-job, answering TokenReviews."""
+    fake = Transport.of(
+        {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": "test-job", "namespace": "default"},
+            "spec": {"runtimeRef": {"name": "rt"}},
         }
-        self.requests: list[api.Request] = []
-        self.apply_error: api.ApiError | None = None
-
-    def __call__(self, req: api.Request) -> Json:
-        self.requests.append(req)
-        assert req.body is not None
-        if req.path == ss.TOKEN_REVIEWS:
-            spec = req.body["spec"]
-            auds, user = self.tokens.get(spec["token"], ([], ""))
-            ok = bool(set(auds) & set(spec["audiences"]))
-            status = {"authenticated": True, "audiences": auds, "user": {"username": user}}
-            return {"status": status if ok else {"error": "invalid bearer token"}}
-        if self.apply_error is not None:
-            raise self.apply_error
-        return {"kind": "TrainJob", "status": req.body["status"]}
+    )
+    fake.server.token_review = review
+    return fake
 
 
 @pytest.fixture(scope="module")
@@ -62,19 +64,20 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> ss.ServerTLS:
 
 
 @pytest.fixture(scope="module")
-def running(tls: ss.ServerTLS) -> Iterator[tuple[FakeAPI, int]]:
-    fake = FakeAPI()
-    httpd = ss.serve(ss.StatusServer(fake), "127.0.0.1:0", tls)
-    yield fake, httpd.server_address[1]
+def running(tls: ss.ServerTLS) -> Iterator[tuple[ss.StatusServer, int]]:
+    status_server = ss.StatusServer(cluster())
+    httpd = ss.serve(status_server, "127.0.0.1:0", tls)
+    yield status_server, httpd.server_address[1]
     httpd.shutdown()
     httpd.server_close()
 
 
 @pytest.fixture
-def server(running: tuple[FakeAPI, int]) -> tuple[FakeAPI, int]:
-    running[0].requests.clear()
-    running[0].apply_error = None
-    return running
+def server(running: tuple[ss.StatusServer, int]) -> tuple[Transport, int]:
+    """The status server on a fresh fake API server."""
+    fake = cluster()
+    running[0].send = fake
+    return fake, running[1]
 
 
 def post(
@@ -183,7 +186,7 @@ HUGE = ('{"trainerStatus": {"metrics": [' + '{"name":"m","value":"0.5"},' * 4000
     ],
 )
 def test_refusals(
-    server: tuple[FakeAPI, int],
+    server: tuple[Transport, int],
     tls: ss.ServerTLS,
     token: str | None,
     body: bytes,
@@ -194,14 +197,16 @@ def test_refusals(
     fake, port = server
     code, doc = post(port, tls, body, token, path, method)
     assert (code, doc) == (want.get("code", 200), want)
-    assert not [r for r in fake.requests if r.path != ss.TOKEN_REVIEWS]
+    assert not [r for r in fake.sent if r.path != ss.TOKEN_REVIEWS]
+    stored = fake.server.find("TrainJob", "default", "test-job")
+    assert stored is not None and "status" not in stored
 
 
-def test_update_applies_upstreams_patch(server: tuple[FakeAPI, int], tls: ss.ServerTLS) -> None:
+def test_update_applies_upstreams_patch(server: tuple[Transport, int], tls: ss.ServerTLS) -> None:
     fake, port = server
     code, doc = post(port, tls, json.dumps(GOOD).encode())
     assert (code, doc) == (200, GOOD)
-    review, apply = fake.requests
+    review, apply = fake.sent
     assert review.body == {
         "apiVersion": "authentication.k8s.io/v1",
         "kind": "TokenReview",
@@ -214,9 +219,11 @@ def test_update_applies_upstreams_patch(server: tuple[FakeAPI, int], tls: ss.Ser
     )
     assert apply.query == (("fieldManager", "trainer-status"), ("force", "true"))
     assert apply.body == ts.apply_body("default", "test-job", GOOD["trainerStatus"])
+    stored = fake.server.find("TrainJob", "default", "test-job")
+    assert stored is not None and stored["status"] == GOOD
 
 
-def test_chunked_body(server: tuple[FakeAPI, int], tls: ss.ServerTLS) -> None:
+def test_chunked_body(server: tuple[Transport, int], tls: ss.ServerTLS) -> None:
     _, port = server
     assert post(port, tls, json.dumps(GOOD).encode(), chunked=True) == (200, GOOD)
     over = ts.MAX_BODY_SIZE * 2 * b" "  # JSON whitespace: only its length is wrong
@@ -226,31 +233,56 @@ def test_chunked_body(server: tuple[FakeAPI, int], tls: ss.ServerTLS) -> None:
     )
 
 
+def refuse_status(fake: Transport) -> None:
+    """The TrainJob CRD's schema refuses the status update."""
+    fake.server.validators["TrainJob"] = lambda o: (
+        [("status.trainerStatus", "bad: x")] if "trainerStatus" in (o.get("status") or {}) else []
+    )
+
+
+def no_trainjob(fake: Transport) -> None:
+    """The TrainJob is gone."""
+    fake(api.delete(api.TRAINJOB, "default", "test-job"))
+
+
+def unreachable(fake: Transport) -> None:
+    """The connection breaks on the status apply."""
+
+    def reset(method: str, target: Target, body: Json | None) -> None:
+        if method == "PATCH":
+            raise api.ApiError(0, "ProtocolError", {"message": "reset"})
+
+    fake.server.hooks.append(reset)
+
+
 @pytest.mark.parametrize(
-    ("error", "want"),
+    ("arrange", "want"),
     [
         pytest.param(
-            api.ApiError(422, "Unprocessable Entity", {"reason": "Invalid", "message": "bad: x"}),
-            status(422, "bad: x", "Invalid"),
+            refuse_status,
+            status(
+                422,
+                'TrainJob.trainer.kubeflow.org "test-job" is invalid: status.trainerStatus: bad: x',
+                "Invalid",
+            ),
             id="the CRD refuses it: its message",
         ),
         pytest.param(
-            api.ApiError(404, "Not Found", {"reason": "NotFound"}),
-            status(404, "Train job not found", "NotFound"),
-            id="no such TrainJob",
+            no_trainjob, status(404, "Train job not found", "NotFound"), id="no such TrainJob"
         ),
         pytest.param(
-            api.ApiError(0, "ProtocolError", {"message": "reset"}),
-            status(500, "Internal error", "InternalError"),
-            id="API unreachable",
+            unreachable, status(500, "Internal error", "InternalError"), id="API unreachable"
         ),
     ],
 )
 def test_api_errors(
-    server: tuple[FakeAPI, int], tls: ss.ServerTLS, error: api.ApiError, want: Json
+    server: tuple[Transport, int],
+    tls: ss.ServerTLS,
+    arrange: Callable[[Transport], None],
+    want: Json,
 ) -> None:
     fake, port = server
-    fake.apply_error = error
+    arrange(fake)
     assert post(port, tls, json.dumps(GOOD).encode()) == (want["code"], want)
 
 

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from tests.oracle import status_oracle
+from tests.unit.cluster_objects import trainjob
+from tests.unit.fakeapi import Transport
 from tests.unit.test_trainer_status import DECODED, INVALID
 from trainweave import trainer_status as ts
 from trainweave.integrations.cluster import status_server as ss
-from trainweave.integrations.views import api
 
 pytestmark = pytest.mark.schema  # hack/status_oracle and the Trainer module: needs Go
 
@@ -59,21 +60,19 @@ BODIES = [str(p.values[0]) for p in INVALID + DECODED] + MORE + [HUGE]
 
 def ours(body: str, authorized: bool) -> Json:
     """What trainweave's server (``StatusServer.answer``) answers and applies; the API server is
-    a fake whose TokenReview says ``authorized`` and which records the status apply."""
-    applied: list[Json] = []
-
-    def send(req: api.Request) -> Json:
-        assert req.body is not None
-        if req.path == ss.TOKEN_REVIEWS:
-            aud = req.body["spec"]["audiences"]
-            user = {"username": "system:serviceaccount:default:trainer"}
-            return {"status": {"authenticated": authorized, "audiences": aud, "user": user}}
-        applied.append(req.body)
-        return req.body
+    the unit tier's fake, holding the TrainJob, its TokenReview saying ``authorized``."""
+    fake = Transport.of(trainjob("test-job", namespace="default"))
+    user = {"username": "system:serviceaccount:default:trainer"}
+    fake.server.token_review = lambda spec: {
+        "authenticated": authorized,
+        "audiences": spec["audiences"],
+        "user": user,
+    }
 
     data = body.encode()
     path = ts.status_url("default", "test-job")
-    code, doc = ss.StatusServer(send).answer("POST", path, "Bearer t", len(data), lambda: data)
+    code, doc = ss.StatusServer(fake).answer("POST", path, "Bearer t", len(data), lambda: data)
+    applied = [r.body for r in fake.sent if r.method == "PATCH" and r.body is not None]
     return {"code": code, "response": doc, "apply": applied[0] if applied else None}
 
 

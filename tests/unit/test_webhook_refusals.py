@@ -17,7 +17,8 @@ import yaml
 from tests.oracle import webhook_cases
 from tests.oracle.webhook_cases import WebhookCase
 from tests.unit.cluster_objects import trainjob as cluster_trainjob
-from tests.unit.test_reconcile import NOW, Recorder
+from tests.unit.fakeapi import Transport
+from tests.unit.test_reconcile import NOW
 from trainweave.adapters import render
 from trainweave.adapters.trainjob.trainer import to_pipeline
 from trainweave.cli import main
@@ -102,17 +103,18 @@ def test_the_controller_fails_the_trainjob_naming_the_field() -> None:
     """In the cluster the same refusal is the TrainJob's ``Failed`` condition."""
     _, runtime = webhook_cases.case("runtime/trainer-replicas-2").inputs()
     runtime.update(kind="ClusterTrainingRuntime", metadata={"name": "rt"})
-    rec = Recorder(
-        {"/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/rt": runtime},
-    )
     obs = Observed(cluster_trainjob(annotations={"trainweave.io/attempts": "1"}))
+    fake = Transport.of(obs.trainjob, runtime)
 
     def renderer(trainjob: Json, runtime: Json, options: render.Options) -> list[Json]:
         return render.render(parse_trainjob(trainjob), parse_runtime(runtime), options)
 
-    Executor(rec, renderer, lambda: NOW).run(reconcile.actions(obs, NOW), obs.trainjob)
-    status = next(r.body for r in rec.writes if r.path.endswith("/status"))
+    Executor(fake, renderer, lambda: NOW).run(reconcile.actions(obs, NOW), obs.trainjob)
+    status = next(r.body for r in fake.write_requests if r.path.endswith("/status"))
     assert status is not None
     (cond,) = [c for c in status["status"]["conditions"] if c["type"] == "Failed"]
     assert (cond["status"], cond["reason"]) == ("True", Reason.INVALID_RUNTIME)
     assert cond["message"].startswith("spec.template.spec.replicatedJobs[2].replicas: always")
+    stored = fake.server.find("TrainJob", "ns", "ft")
+    assert stored is not None and stored["status"]["conditions"] == status["status"]["conditions"]
+    assert fake.server.objects("Workflow") == []

@@ -100,7 +100,9 @@ class Served:
     def __init__(self, api: FakeApi) -> None:
         self.api = api
         self.httpd = _Server(api)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.thread.start()
 
     @property

@@ -29,6 +29,8 @@ def list_page(api: FakeApi, t: Target, query: dict[str, str]) -> Json:
     """One page of a LIST."""
     res = t.resource
     limit = int(query.get("limit") or 0)
+    if api.page_size is not None:
+        limit = min(limit or api.page_size, api.page_size)
     token = query.get("continue", "")
     if token:
         try:

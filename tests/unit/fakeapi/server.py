@@ -23,6 +23,7 @@ collector (``collect_garbage`` plays it when a test says so, as tests play Argo 
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -36,11 +37,34 @@ from tests.unit.fakeapi.store import Store
 
 Json = dict[str, Any]
 Validator = Callable[[Json], list[tuple[str, str]]]
+# (method, target, body) before a request is served: raise ``errors.Failure`` to refuse it (as
+# RBAC, an admission webhook or an overloaded server does), ``api.ApiError`` of status 0 for a
+# connection that breaks, or block to hold it
+Hook = Callable[[str, Target, Json | None], None]
 APPLY = "application/apply-patch+yaml"
 
 
 def _never_reviewed(review: Json) -> Json:
     return {"authenticated": False, "error": "no TokenReview answers set on the fake"}
+
+
+INT64 = 2**63
+
+
+def as_decoded(value: Any) -> Any:
+    """A copy of ``value`` as the API server holds JSON it decoded: an integer beyond int64 is a
+    float (Go's ``float64``), a float that JSON cannot carry (nan, inf) is null."""
+    if isinstance(value, dict):
+        return {str(k): as_decoded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_decoded(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return value if -INT64 <= value < INT64 else float(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return value
 
 
 class FakeApi:
@@ -51,13 +75,18 @@ class FakeApi:
         resources: tuple[Resource, ...] = DEFAULT,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         history: int = 10000,
+        page_size: int | None = None,
     ) -> None:
+        """``page_size``: at most that many items a LIST page, whatever its ``limit`` (the
+        API conventions let a server return fewer)."""
         self.routes = Routes(resources)
         self.store = Store(history=history)
         self.now = now
         self.validators: dict[str, Validator] = {}  # kind -> field errors (a CRD's schema)
         self.token_review: Callable[[Json], Json] = _never_reviewed  # TokenReview spec -> status
         self.snapshots: dict[str, tuple[int, list[Json]]] = {}
+        self.page_size = page_size
+        self.hooks: list[Hook] = []
 
     # --- requests -------------------------------------------------------------------
     def target(self, path: str) -> Target:
@@ -76,6 +105,8 @@ class FakeApi:
         parts = urlsplit(url)
         query = dict(parse_qsl(parts.query, keep_blank_values=True))
         t = self.target(parts.path)
+        for hook in self.hooks:
+            hook(method, t, body)
         if t.resource.create_only:
             if method != "POST" or t.name:
                 raise errors.method_not_allowed(method, parts.path)
@@ -121,15 +152,16 @@ class FakeApi:
 
     # --- for tests: the state, as engines and other clients leave it ---------------------
     def seed(self, *objs: Json) -> list[Json]:
-        """Store objects as another client left them (status included), with server metadata
-        filled in; returns them as stored."""
+        """Store objects as other clients and earlier servers left them: status, uid and
+        creationTimestamp kept when given, the rest of the server's metadata filled in; checked
+        as a create is (422 for an invalid name); returns them as stored."""
         out = []
         for obj in objs:
             kind = str(obj["kind"])
             res = next(r for r in self.routes.by_path.values() if r.kind.kind == kind)
             ns = str((obj.get("metadata") or {}).get("namespace") or "")
             w = writes.Writer(self, Target(res, ns if res.kind.namespaced else ""), False)
-            out.append(w.create(copy.deepcopy(obj), keep_status=True))
+            out.append(w.create(as_decoded(obj), seeded=True))
         return out
 
     def objects(self, kind: str, namespace: str = "") -> list[Json]:
@@ -138,6 +170,11 @@ class FakeApi:
         with self.store.cond:
             items = sorted(self.store.of(res).items())
             return [copy.deepcopy(o) for (ns, _), o in items if not namespace or ns == namespace]
+
+    def everything(self) -> list[Json]:
+        """Copies of every stored object."""
+        with self.store.cond:
+            return [copy.deepcopy(o) for objs in self.store.objects.values() for o in objs.values()]
 
     def find(self, kind: str, namespace: str, name: str) -> Json | None:
         """A copy of one stored object, or None."""

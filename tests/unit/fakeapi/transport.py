@@ -34,12 +34,20 @@ def resource(req: api.Request) -> str:
 class Transport:
     """One client's connection to a ``FakeApi``."""
 
+    @staticmethod
+    def of(*objs: Json, **options: Any) -> Transport:
+        """A transport to a new ``FakeApi(**options)`` holding ``objs`` (``FakeApi.seed``)."""
+        server = FakeApi(**options)
+        server.seed(*objs)
+        return Transport(server)
+
     def __init__(self, server: FakeApi, crash_after_writes: int | None = None) -> None:
         self.server = server
         self.crash_after = crash_after_writes
         self.sent: list[api.Request] = []
         self.writes = 0  # counted writes (not Leases or Events)
         self.dead = False
+        self.crashed = False  # cut by ``crash_after_writes``
         self.lock = threading.Lock()
 
     def __call__(self, req: api.Request) -> Json:
@@ -47,23 +55,29 @@ class Transport:
         return self.send(req)
 
     def send(self, req: api.Request) -> Json:
-        """One request, its decoded answer; ``api.ApiError`` for a non-2xx one."""
-        body = orjson.loads(orjson.dumps(req.body)) if req.body is not None else None
+        """One request, its decoded answer; ``api.ApiError`` for a non-2xx one. Requests run
+        concurrently, except on a transport that is to crash: one at a time there, so no write
+        lands after the one it crashes on."""
+        if self.crash_after is None:
+            return self._send(req)
         with self.lock:
-            if self.dead:
-                raise api.ApiError(0, "ConnectionRefusedError", {"message": "the client is gone"})
-            self.sent.append(req)
-            try:
-                out = self.server.handle(req.method, req.url_path, body, req.content_type)
-            except Failure as err:
-                raise api.ApiError(err.code, err.phrase, err.body) from None
-            if req.is_write and resource(req) not in UNCOUNTED:
-                self.writes += 1
-                if self.crash_after is not None and self.writes >= self.crash_after:
-                    self.cut()
-                    raise api.ApiError(
-                        0, "Crashed", {"message": f"crashed after write {self.writes}"}
-                    )
+            return self._send(req)
+
+    def _send(self, req: api.Request) -> Json:
+        body = orjson.loads(orjson.dumps(req.body)) if req.body is not None else None
+        if self.dead:
+            raise api.ApiError(0, "ConnectionRefusedError", {"message": "the client is gone"})
+        self.sent.append(req)
+        try:
+            out = self.server.handle(req.method, req.url_path, body, req.content_type)
+        except Failure as err:
+            raise api.ApiError(err.code, err.phrase, err.body) from None
+        if req.is_write and resource(req) not in UNCOUNTED:
+            self.writes += 1
+            if self.crash_after is not None and self.writes >= self.crash_after:
+                self.crashed = True
+                self.cut()
+                raise api.ApiError(0, "Crashed", {"message": f"crashed after write {self.writes}"})
         decoded: Json = orjson.loads(orjson.dumps(out))
         return decoded
 

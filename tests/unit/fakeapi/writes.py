@@ -39,6 +39,23 @@ def _labels_invalid(meta: Json) -> list[tuple[str, str]]:
     return out
 
 
+def _decodable(obj: Json) -> None:
+    """400, as the server's decoder answers, for metadata of the wrong JSON types."""
+    meta = obj.get("metadata")
+    maps = ("labels", "annotations")
+    ok = isinstance(meta, dict) and all(
+        isinstance(meta.get(f) or {}, dict)
+        and all(isinstance(v, str) for v in (meta.get(f) or {}).values())
+        for f in maps
+    )
+    ok = ok and isinstance(meta.get("finalizers") or [], list) if isinstance(meta, dict) else False
+    refs = (meta or {}).get("ownerReferences") or []
+    ok = ok and isinstance(refs, list) and all(isinstance(r, dict) for r in refs)
+    ok = ok and isinstance((meta or {}).get("name", ""), str)
+    if not ok:
+        raise errors.bad_request("unable to decode the object's metadata")
+
+
 def _spec_of(obj: Json) -> Json:
     """What a generation counts: everything but metadata and status."""
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
@@ -53,6 +70,7 @@ class Writer:
 
     # --- checks ---------------------------------------------------------------------------
     def _validate(self, obj: Json) -> None:
+        _decodable(obj)
         meta = obj.get("metadata") or {}
         name = str(meta.get("name") or "")
         causes: list[tuple[str, str]] = []
@@ -77,8 +95,9 @@ class Writer:
         return found
 
     # --- create ----------------------------------------------------------------------------
-    def create(self, body: Json, keep_status: bool = False) -> Json:
-        """POST: a new object (409 if the name is taken)."""
+    def create(self, body: Json, seeded: bool = False) -> Json:
+        """POST: a new object (409 if the name is taken); ``seeded``: state another server
+        left (``FakeApi.seed``), its status, uid and creation time kept."""
         kind = self.res.kind
         if body.get("kind") != kind.kind or body.get("apiVersion") != kind.api_version:
             raise errors.bad_request(
@@ -93,16 +112,24 @@ class Writer:
             )
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = f"{meta['generateName']}{self.store.new_uid()[-5:]}"
+        kept = {
+            k: meta[k]
+            for k in ("uid", "creationTimestamp", "deletionTimestamp")
+            if seeded and meta.get(k)
+        }
         for key in (*SERVER_META, "managedFields"):
             meta.pop(key, None)
         if kind.namespaced:
             meta["namespace"] = ns
-        if self.res.status and not keep_status:
+        else:
+            meta.pop("namespace", None)
+        if self.res.status and not seeded:
             obj.pop("status", None)
         self._validate(obj)
         meta.update(
             uid=self.store.new_uid(), creationTimestamp=format_time(self.api.now()), generation=1
         )
+        meta.update(kept)
         with self.store.cond:
             if (ns, meta["name"]) in self.store.of(self.res):
                 raise errors.already_exists(self.res, meta["name"])
