@@ -244,18 +244,6 @@ def _release(kube: Kube, namespace: str, pod: Pod) -> bool:
     return True
 
 
-def test_missing_runtime_fails_with_reason(
-    kube: Kube, namespace: str, controller: ControllerProc
-) -> None:
-    tj, _ = example(namespace)
-    apply(kube, namespace, tj, None)
-    got = wait_condition(kube, namespace, "Failed", timeout=60)
-    cond = condition(got, "Failed")
-    assert cond is not None and cond["reason"] == "TrainingRuntimeNotFound"
-    assert "spec.runtimeRef.name" in cond["message"]
-    assert workflows(kube, namespace) == []
-
-
 def _cq(kube: Kube, ns: str) -> Json:
     return cast(Json, kube.custom.get_cluster_custom_object(*KUEUE, "clusterqueues", f"{ns}-gpu"))
 

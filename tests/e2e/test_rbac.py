@@ -3,8 +3,9 @@
 The controller runs in every e2e test with a token of that ServiceAccount (controller_proc.py),
 so the tests that run it prove the RBAC is enough; these show, as the same token, with
 SelfSubjectAccessReviews and with real requests, what it is refused. Then hostile TrainJobs:
-none makes the controller read or write outside the TrainJob's namespace, and a pod template
-naming a ServiceAccount the namespace lacks ends in a precise Failed condition.
+none makes the controller write outside the TrainJob's namespace (that a runtime of another
+namespace is not found needs only API semantics: tests/unit/test_controller_on_fake.py), and a
+pod template naming a ServiceAccount the namespace lacks ends in a precise Failed condition.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from kubernetes.client.exceptions import ApiException
 
 from .controller_proc import ControllerProc
 from .kube import ARGO, E2E_NAMESPACE_LABEL, KUEUE, Kube, api_client, condition
-from .pipelines import TRAINER, apply, example, trainjob, wait_condition, workflows
+from .pipelines import apply, example, trainjob, wait_condition, workflows
 from .service_account import SA_NAMESPACE, SA_USER
 
 pytestmark = pytest.mark.e2e
@@ -244,39 +245,6 @@ def _no_children(kube: Kube, ns: str) -> list[str]:
             or any(r.kind == "TrainJob" for r in o.metadata.owner_references or [])
         ]
     return found
-
-
-@pytest.mark.parametrize(
-    ("kind", "ref"),
-    [
-        ("TrainingRuntime", "{name}"),  # same name, other namespace
-        ("TrainingRuntime", "../../{other}/trainingruntimes/{name}"),
-        ("ClusterTrainingRuntime", "../namespaces/{other}/trainingruntimes/{name}"),
-    ],
-    ids=["same-name", "namespaced-path", "cluster-path"],
-)
-def test_runtime_of_another_namespace_is_not_found(
-    kube: Kube,
-    namespace: str,
-    other_namespace: str,
-    controller: ControllerProc,
-    kind: str,
-    ref: str,
-) -> None:
-    tj, rt = example(other_namespace)
-    kube.create(TRAINER, "trainingruntimes", rt, other_namespace)
-    tj["metadata"]["namespace"] = namespace
-    tj["spec"]["runtimeRef"] = {
-        "kind": kind,
-        "name": ref.format(name=rt["metadata"]["name"], other=other_namespace),
-    }
-    apply(kube, namespace, tj, None)
-    got = wait_condition(kube, namespace, "Failed", timeout=60)
-    cond = condition(got, "Failed")
-    assert cond is not None and cond["reason"] == "TrainingRuntimeNotFound", cond
-    assert "spec.runtimeRef.name" in cond["message"]
-    assert workflows(kube, namespace) == []
-    assert _no_children(kube, other_namespace) == []
 
 
 def test_trainjob_objects_stay_in_its_namespace(
