@@ -40,7 +40,7 @@ SOURCES = {
     "metav1": ("k8s.io/apimachinery", APIMACHINERY, "pkg/apis/meta/v1/validation/validation.go"),
 }
 STATUSES = ("offline", "partly", "server-only")
-CASE_NAMES = {c.name for c in (*pod_cases.CASES, *pod_cases.JOB_CASES)}
+CASE_NAMES = {c.name for c in pod_cases.CASES} | {c.name for c in pod_cases.JOB_CASES}
 ROW = re.compile(r"^\| `(\w+)` \| `(\w+):(\d+)` \| (\w+) \| ([\w-]+) \| (.*) \|$")
 REF = re.compile(r"`([\w/.]+\.py)::(\w+)(?:\[([\w-]+)\])?`")
 
