@@ -139,8 +139,9 @@ def test_hostile_objects_never_raise_and_a_good_trainjob_still_reconciles(
         if kind.endswith("Workflow") and "compressedNodes" in slim.workflow(obj)["status"]
     )
     for kind in ("Workflow", "Pod", "Workload", "TrainJob"):
-        errors = ctl.metrics.registry.get_sample_value(
-            "trainweave_object_errors_total", {"kind": kind}
+        errors = (
+            ctl.metrics.registry.get_sample_value("trainweave_object_errors_total", {"kind": kind})
+            or 0.0
         )
         # nothing skipped: only a compressedNodes that does not decode is counted (kept, its
         # nodes unknown), at most once per event
