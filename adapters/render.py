@@ -1,13 +1,14 @@
 """TrainJob + runtime + render options -> every object that reaches the cluster. Pure.
 
 The one render path: ``trainweave render`` prints ``render``'s output and the controller creates
-exactly that (Workflow, headless Service, runtime snapshot ConfigMap, the mlPolicy's objects
-beside the pods such as MPI's hostfile ConfigMap, PVCs, the policy's Secrets such as MPI's SSH
-Secret), editing nothing afterwards. What the TrainJob does not say comes in ``Options``
-(``adapters.options``, the one options class of every render): the attempt and resumed
-segment, the controller owner reference and the SSH keys. ``with_ssh_keys`` is the one place
-that decides whether a render needs keys (the CLI and the controller both call it, with
-``trainweave.sshkeys.generate``: the randomness stays at the edge).
+exactly that, in that order (``CREATION_ORDER``: headless Service, ConfigMaps such as the runtime
+snapshot and MPI's hostfile, the policy's Secrets such as MPI's SSH Secret, PVCs, kept Workloads,
+the Workflow last, since its pods need the others), editing nothing afterwards; so
+``trainweave render | kubectl apply -f -`` creates them in the same order. What the TrainJob
+does not say comes in ``Options`` (``adapters.options``, the one options class of every
+render): the attempt and resumed segment, the controller owner reference and the SSH keys.
+``with_ssh_keys`` is the one place that decides whether a render needs keys (the CLI and the
+controller both call it, with ``trainweave.sshkeys.generate``: the randomness stays at the edge).
 """
 
 from __future__ import annotations
@@ -26,7 +27,25 @@ from trainweave.model import Pipeline
 from trainweave.sshkeys import KeyPair
 
 Json = dict[str, Any]
-__all__ = ["Options", "Owner", "objects_of", "render", "with_ssh_keys"]
+__all__ = [
+    "CREATION_ORDER",
+    "Options",
+    "Owner",
+    "in_creation_order",
+    "objects_of",
+    "render",
+    "with_ssh_keys",
+]
+# The one order of a render's objects, in which the controller creates them (dependencies first:
+# the Workflow's pods mount the ConfigMaps, Secrets and PVCs and resolve through the Service).
+CREATION_ORDER = (
+    "Service",
+    "ConfigMap",
+    "Secret",
+    "PersistentVolumeClaim",
+    "Workload",
+    "Workflow",
+)
 
 
 def render(trainjob: TrainJob, runtime: Runtime, options: Options = DEFAULTS) -> list[Json]:
@@ -40,8 +59,21 @@ def render(trainjob: TrainJob, runtime: Runtime, options: Options = DEFAULTS) ->
     return objects_of(pipeline, options)
 
 
+def in_creation_order(objs: list[Json]) -> list[Json]:
+    """``objs`` in ``CREATION_ORDER`` (stable within a kind; a kind not listed before the
+    Workflow)."""
+    last = CREATION_ORDER.index("Workflow")
+
+    def rank(obj: Json) -> int:
+        kind = str(obj.get("kind"))
+        return CREATION_ORDER.index(kind) if kind in CREATION_ORDER else last - 1
+
+    return sorted(objs, key=rank)
+
+
 def objects_of(pipeline: Pipeline, options: Options = DEFAULTS) -> list[Json]:
-    """The Workflow, then Service, ConfigMaps, PVCs and the policy's Secrets of ``pipeline``."""
+    """Every object of ``pipeline`` in ``CREATION_ORDER``: Service, ConfigMaps, Secrets, PVCs,
+    kept Workloads, the Workflow last."""
     out = workflow.render(pipeline, options)
     if pipeline.policy is not None:
         out += pipeline.policy.secrets(pipeline, options.ssh_keys)
@@ -55,7 +87,7 @@ def objects_of(pipeline: Pipeline, options: Options = DEFAULTS) -> list[Json]:
         out += kept.kept_workloads(
             pipeline, options.skip_steps, options.owner, options.kept_cap_seconds
         )
-    return out
+    return in_creation_order(out)
 
 
 def with_ssh_keys(options: Options, runtime: Runtime, generate: Callable[[], KeyPair]) -> Options:

@@ -63,7 +63,8 @@ CLEANUP = "trainweave-cleanup"
 
 
 def render(pipeline: Pipeline, options: Options = DEFAULTS) -> list[Json]:
-    """Every manifest to apply: the Workflow first, then Service, ConfigMaps, PVCs."""
+    """The Workflow, then Service, ConfigMaps, PVCs (``adapters.render`` puts every object of a
+    render in ``CREATION_ORDER``)."""
     return [workflow(pipeline, options), *objects.supporting(pipeline)]
 
 

@@ -126,7 +126,8 @@ class Executor:
 
     def start(self, trainjob: Json, st: reconcile.Start) -> None:
         """Render and create-or-adopt the children of one attempt segment: exactly the
-        objects ``adapters.render`` gives, the Workflow last (its pods need the others)."""
+        objects ``adapters.render`` gives, in its order (``render.CREATION_ORDER``: the
+        Workflow last, its pods need the others)."""
         meta = trainjob["metadata"]
         options = render.Options(
             attempt=st.attempt,
@@ -154,7 +155,7 @@ class Executor:
             self._fail(trainjob, errs.reason, str(errs.errors[0]))
             return
         opted_out = kept_queues.opted_out(self.send, str(meta["namespace"]), objs)
-        for obj in sorted(objs, key=lambda o: o.get("kind") == "Workflow"):
+        for obj in objs:
             if kept.is_kept(obj) and obj["spec"].get("queueName") in opted_out:
                 continue
             if first and _is_snapshot(obj, meta["name"]):

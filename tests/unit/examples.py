@@ -33,6 +33,12 @@ def example_files(name: str) -> tuple[Path, Path, Path]:
     return trainjob, runtime, rendered
 
 
+def the_workflow(objs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Workflow among a render's objects (``render.CREATION_ORDER`` puts it last)."""
+    (workflow,) = [o for o in objs if o["kind"] == "Workflow"]
+    return workflow
+
+
 def render_example(name: str) -> list[dict[str, Any]]:
     """Every object ``examples/<name>`` renders to (the one render path, test SSH keys)."""
     trainjob, runtime_file, _ = example_files(name)

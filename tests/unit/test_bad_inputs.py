@@ -323,4 +323,4 @@ def test_good_input_renders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     rt_file.write_text(yaml.safe_dump(make_runtime().build()))
     assert main(["render", str(tj_file), "--runtime", str(rt_file)]) == 0
     kinds = [d["kind"] for d in yaml.safe_load_all(capsys.readouterr().out)]
-    assert kinds == ["Workflow", "Service", "ConfigMap"]
+    assert kinds == ["Service", "ConfigMap", "Workflow"]

@@ -10,7 +10,7 @@ import os
 import pytest
 import yaml
 
-from tests.unit.examples import NAMES, example_files, render_example
+from tests.unit.examples import NAMES, example_files, render_example, the_workflow
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -32,7 +32,7 @@ def test_the_controller_can_create_every_kind_rendered(name: str) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_step_pod_carries_its_group(name: str) -> None:
-    workflow = render_example(name)[0]
+    workflow = the_workflow(render_example(name))
     templates = {t["name"]: t for t in workflow["spec"]["templates"]}
     steps = [t for t in workflow["spec"]["templates"] if t["name"].startswith("step-")]
     for step in steps:

@@ -102,12 +102,12 @@ def test_the_toy_policy_renders_its_env_volume_and_configmap() -> None:
     assert {"name": "flux-config", "mountPath": "/etc/flux"} in job.main_container["volumeMounts"]
     objs = render.objects_of(pipeline)
     assert [(o["kind"], o["metadata"]["name"]) for o in objs] == [
-        ("Workflow", "tj"),
         ("Service", "tj"),
         ("ConfigMap", "tj-runtime-snapshot"),
         ("ConfigMap", "tj-flux-config"),
+        ("Workflow", "tj"),
     ]
-    assert objs[-1]["data"] == {"brokers": "tj-node-0-0,tj-node-0-1,tj-node-0-2"}
+    assert objs[-2]["data"] == {"brokers": "tj-node-0-0,tj-node-0-1,tj-node-0-2"}
 
 
 def test_the_toy_policy_validates_and_the_shipped_registry_still_refuses_flux() -> None:

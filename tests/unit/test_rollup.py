@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from tests.unit.cluster_objects import T0, Json, Pod, StepState, pod, trainjob, workflow
-from tests.unit.examples import render_example
+from tests.unit.examples import render_example, the_workflow
 from trainweave import labels as L
 from trainweave.integrations.views import verdict
 from trainweave.integrations.views.argo_nodes import decode_nodes
@@ -469,7 +469,7 @@ def test_jobs_status_counts_only_the_current_attempt() -> None:
 
 
 def test_job_sizes_from_the_rendered_example() -> None:
-    wf = render_example("llm-finetune")[0]
+    wf = the_workflow(render_example("llm-finetune"))
     tj = trainjob()
     wf["metadata"]["ownerReferences"] = [
         {"uid": tj["metadata"]["uid"], "controller": True, "kind": "TrainJob", "name": "ft"}

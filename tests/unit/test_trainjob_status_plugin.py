@@ -61,7 +61,7 @@ def test_on_adds_upstreams_env_volume_and_config_map(name: str) -> None:
     objs = rendered(name, SERVER)
     tj = yaml.safe_load(example_files(name)[0].read_text())["metadata"]
     ns, tj_name = tj.get("namespace", "default"), tj["name"]
-    cm = objs[-1]
+    (cm,) = [o for o in objs if o["metadata"]["name"].endswith("-tls-config")]
     assert cm == {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -105,7 +105,7 @@ def test_on_adds_upstreams_env_volume_and_config_map(name: str) -> None:
                 }
             },
         ]
-    plain = [o for o in objs[:-1] if o["kind"] != "Workflow"]
+    plain = [o for o in objs if o["kind"] != "Workflow" and o is not cm]
     assert plain == [o for o in rendered(name, None) if o["kind"] != "Workflow"]
 
 

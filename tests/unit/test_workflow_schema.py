@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from tests.crds import Validator
-from tests.unit.examples import NAMES, render_example
+from tests.unit.examples import NAMES, render_example, the_workflow
 
 pytestmark = pytest.mark.schema
 
@@ -18,11 +18,11 @@ def _errors(validator: Validator, doc: object) -> list[str]:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_example_workflow_is_schema_valid(workflow_validator: Validator, name: str) -> None:
-    assert _errors(workflow_validator, render_example(name)[0]) == []
+    assert _errors(workflow_validator, the_workflow(render_example(name))) == []
 
 
 def test_schema_catches_a_bad_retry_policy(workflow_validator: Validator) -> None:
-    workflow = copy.deepcopy(render_example("torch-distributed")[0])
+    workflow = copy.deepcopy(the_workflow(render_example("torch-distributed")))
     node = next(t for t in workflow["spec"]["templates"] if t["name"] == "node")
     node["retryStrategy"]["retryPolicy"] = "Sometimes"
     assert any("Sometimes" in e for e in _errors(workflow_validator, workflow))

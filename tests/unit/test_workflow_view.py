@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.unit.cluster_objects import Pod, StepState, pod, trainjob, workflow
-from tests.unit.examples import render_example
+from tests.unit.examples import render_example, the_workflow
 from trainweave import labels as L
 from trainweave.adapters import names
 from trainweave.integrations.views import argo_nodes, argo_view, reconcile
@@ -62,7 +62,7 @@ def test_pod_node_names_read_one_way(name: str, want: PodNode | None) -> None:
 
 def test_one_template_walk_gives_steps_slots_groups_and_job_sizes() -> None:
     """The llm-finetune example: four steps, the trainer one Job of numNodes=2 pods."""
-    wf = render_example("llm-finetune")[0]
+    wf = the_workflow(render_example("llm-finetune"))
     tj = wf["metadata"]["name"]
     walked = argo_view.templates(wf)
     steps = ("dataset-initializer", "model-initializer", "node", "model-exporter")
