@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import json
 import os
 import shlex
@@ -247,8 +248,16 @@ def timed(timings: dict[str, float], name: str, phase: Any, *args: Any) -> Any:
 
 
 def cmd_up(args: argparse.Namespace) -> None:
+    """One `up` at a time (e2e workers may ask at once): the next finds the node up."""
     if not common.load_state() or not KUBECONFIG.exists():
         common.die("the local control plane is down: run `hack/cluster.py up` first")
+    STATE.mkdir(parents=True, exist_ok=True)
+    with (STATE / "node-up.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _up()
+
+
+def _up() -> None:
     if reload_if_up():
         return
     t_start = time.monotonic()
