@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 import re
 
+from trainweave.k8s_names import DNS1123_SUBDOMAIN
+
 MAX_LABEL = 63
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def dns_label(*parts: str, limit: int = MAX_LABEL) -> str:
@@ -33,7 +34,7 @@ def queue_error(queue: str) -> str:
     """
     if not queue:
         return "is empty: the step's pods must name the LocalQueue that admits them"
-    if len(queue) > MAX_LABEL or not _DNS_SUBDOMAIN.match(queue):
+    if len(queue) > MAX_LABEL or not DNS1123_SUBDOMAIN.match(queue):
         return (
             f"{queue!r} is not a Kueue queue name: a lowercase RFC 1123 subdomain (a-z, 0-9, '-',"
             f" '.', starting and ending with a letter or digit) of at most {MAX_LABEL} characters"

@@ -263,7 +263,7 @@ def _trainjob_status(url: str | None, ca: str | None) -> ServerRef | None:
 
 def _shared_backoff_limits(inputs: files.Inputs, manifests: list[dict[str, Any]]) -> list[str]:
     """Jobs whose runtime sets a ``backoffLimit`` that the Workflow records as shared by pods."""
-    from trainweave import labels
+    from trainweave import codecs, labels
 
     set_by_runtime = {
         rj.name
@@ -272,12 +272,11 @@ def _shared_backoff_limits(inputs: files.Inputs, manifests: list[dict[str, Any]]
     }
     workflow = next(m for m in manifests if m["kind"] == "Workflow")
     text = workflow["metadata"].get("annotations", {}).get(labels.BACKOFF_LIMITS_ANNOTATION)
-    recorded: dict[str, dict[str, dict[str, Any]]] = json.loads(text) if text else {}
     return [
         job
-        for jobs in recorded.values()
+        for jobs in codecs.decode_backoff_limits(text).values()
         for job, policy in jobs.items()
-        if policy.get("shared") and job in set_by_runtime
+        if policy.shared and job in set_by_runtime
     ]
 
 

@@ -13,6 +13,7 @@ Topology inputs share them).
 
 from __future__ import annotations
 
+import enum
 import re
 from functools import cached_property
 from typing import Annotated, Any, Literal
@@ -22,7 +23,7 @@ from pydantic.alias_generators import to_camel
 
 from trainweave import k8s_schema, object_meta, pod_resources, pod_rules
 from trainweave.errors import InputError, InputErrors
-from trainweave.k8s_names import DNS1035_LABEL, DNS1123_LABEL_MAX
+from trainweave.k8s_names import DNS1035_LABEL, DNS1035_LABEL_FMT, DNS1123_LABEL_MAX
 from trainweave.labels import TRAINER_GROUP, TRAINER_VERSION, Reason
 from trainweave.wire import ObjectMeta, Wire, validate_model, without_nulls
 
@@ -119,6 +120,13 @@ class TrainJob(Wire):
 class DependsOn(_Model):
     name: str
     status: Literal["Ready", "Complete"]
+
+
+class DependsOnStatus(enum.StrEnum):
+    """JobSet ``dependsOn[].status``: the ``DependsOn.status`` values."""
+
+    READY = "Ready"
+    COMPLETE = "Complete"
 
 
 class ReplicatedJob(_Model):
@@ -331,7 +339,7 @@ def _trainjob_checks(job: TrainJob) -> list[InputError]:
         errors.append(
             InputError(
                 "metadata.name",
-                f"{name!r} must match ^[a-z]([-a-z0-9]*[a-z0-9])?$ and be at most 63 characters",
+                f"{name!r} must match ^{DNS1035_LABEL_FMT}$ and be at most 63 characters",
             )
         )
     init = job.spec.initializer

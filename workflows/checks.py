@@ -3,7 +3,7 @@
 Pure. A builder's container arguments are read as the TrainJob the CLI would parse
 (``inputs.parse_trainjob``: the CRD's field rules, ``k8s_schema`` for env and resources, the
 ``storageUri`` rule), then judged by the torch plugin's reserved ``PET_*`` env
-(``policies.base.reserved_env_errors``) and the pod limit (``validate.size_errors``). Pod-level
+(``Policy.step_errors``) and the pod limit (``validate.size_errors``). Pod-level
 arguments (``volumes``, ``volume_mounts``, ``pod_spec``) go through ``k8s_schema.check`` as a
 runtime's pod template does; the queue and the retry budget through ``names.queue_error`` and
 ``jobspec.budget_error``, the rules the CLI applies to a runtime's queue label and
@@ -27,9 +27,7 @@ from typing import Any
 
 from trainweave import inputs, k8s_schema, pod_rules
 from trainweave.adapters import names
-from trainweave.adapters.trainjob import jobspec, validate
-from trainweave.adapters.trainjob.policies import torch as torch_policy
-from trainweave.adapters.trainjob.policies.base import reserved_env_errors
+from trainweave.adapters.trainjob import jobspec, policies, validate
 from trainweave.errors import InputError, InputErrors
 from trainweave.labels import Ancestor, Reason
 from trainweave.model import Job, RetryPolicy
@@ -114,8 +112,7 @@ def container_errors(
     except InputErrors as exc:
         return [_renamed(e, where) for e in exc.errors]
     errors: list[InputError] = []
-    if torch:
-        errors += reserved_env_errors(trainjob, torch_policy.RESERVED, "the torch plugin")
+    errors += policies.of_builder(torch=torch).step_errors(trainjob)
     if nodes is not None:
         job = Job("node", Ancestor.TRAINER, 1, nodes, {}, RetryPolicy(0))
         errors += validate.size_errors([job])

@@ -38,7 +38,6 @@ literal instance of a fanned-out step.
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,11 +49,10 @@ from hera.workflows import models as m
 from trainweave.adapters import names
 from trainweave.adapters.argo import objects
 from trainweave.adapters.argo import workflow as argo
-from trainweave.adapters.trainjob import wirelists
+from trainweave.adapters.trainjob import policies
 from trainweave.adapters.trainjob.jobspec import DEFAULT_BACKOFF_LIMIT
-from trainweave.adapters.trainjob.policies import shared
-from trainweave.adapters.trainjob.policies import torch as torch_policy
 from trainweave.errors import InputError
+from trainweave.k8s_names import DNS1123_LABEL
 from trainweave.labels import Ancestor, StepRole
 from trainweave.model import HeadlessService, Job, Pipeline, RetryPolicy, Step
 from trainweave.workflows import checks, context, tasks
@@ -64,7 +62,6 @@ SERVICE_TEMPLATE = "trainweave-service"
 DEFAULT_RETRY = RetryPolicy(DEFAULT_BACKOFF_LIMIT)  # batch/v1 Job default backoffLimit, per pod
 INSTANCE = tasks.INSTANCE
 INSTANCE_VALUE = "{{inputs.parameters.instance}}"
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 @dataclass(frozen=True)
@@ -93,7 +90,7 @@ class GangStep:
 
     def __post_init__(self) -> None:
         errors = []
-        if not _DNS_LABEL.match(self.name) or len(self.name) > names.MAX_LABEL:
+        if not DNS1123_LABEL.match(self.name) or len(self.name) > names.MAX_LABEL:
             errors.append(InputError("name", "must be a DNS label (a-z, 0-9, '-'; 63 at most)"))
         if self.pods < 1:
             errors.append(InputError("pods", f"must be at least 1, got {self.pods}"))
@@ -102,20 +99,15 @@ class GangStep:
     def job(self, workflow: str) -> Job:
         """The trainweave Job: the final pod template (PET_* env when ``torch``)."""
         container = copy.deepcopy(self.container)
-        if self.torch:
-            subdomain = self._subdomain(workflow)
-            pet, master = torch_policy.torch_env(
-                workflow,
-                self.pods,
-                self.nproc_per_node,
-                container.get("resources") or {},
-                subdomain,
-            )
-            master[0]["value"] = f"{names.pod_hostname(workflow, self.name, 0, 0)}.{subdomain}"
-            wirelists.upsert_env(container, pet + master)
-            wirelists.upsert_by_name(
-                container.setdefault("ports", []), [{"containerPort": shared.TRAINER_PORT}]
-            )
+        policy = policies.of_builder(torch=self.torch)
+        policy.step_env(
+            container,
+            workflow,
+            self.name,
+            self.pods,
+            self.nproc_per_node,
+            self._subdomain(workflow),
+        )
         spec = {**copy.deepcopy(self.pod_spec), "containers": [container]}
         return Job(
             self.name, self.ancestor, 1, self.pods, {"metadata": {}, "spec": spec}, self.retry
@@ -253,7 +245,7 @@ def _instance_length(instance: str | None, items: Any) -> int:
         return 0
     if instance == "{{item}}" and isinstance(items, list):
         for item in items:
-            if not isinstance(item, (str, int)) or not _DNS_LABEL.match(str(item)):
+            if not isinstance(item, (str, int)) or not DNS1123_LABEL.match(str(item)):
                 raise ValueError(
                     f"item {item!r} cannot name a pod group: give instance= (a DNS label)"
                 )

@@ -30,7 +30,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainweave.adapters.argo.hera_models import models as m
+from trainweave.codecs import policy_of_wire as policy_of_wire
+from trainweave.codecs import policy_wire as policy_wire
 from trainweave.model import ExitCodeRule, RetryPolicy
+from trainweave.states import ArgoPhase
 
 Json = dict[str, Any]
 REQUEUE_ALLOWANCE = 10
@@ -137,7 +140,9 @@ def judge(
     if disruption == Disrupted.STOPPED:
         return Judgement("Ignore")
     failed = [(c, code) for c, code in exits if code != 0]
-    disrupted = phase == "Error" or (bool(failed) and all(code == 143 for _, code in failed))
+    disrupted = phase == ArgoPhase.ERROR or (
+        bool(failed) and all(code == 143 for _, code in failed)
+    )
     if disruption == Disrupted.DISRUPTED:
         disrupted, failed = True, []
     if any(code != 143 for _, code in failed):
@@ -165,40 +170,6 @@ def counts(
 ) -> bool:
     """Whether one failed pod attempt counts against the Job's backoffLimit."""
     return judge(policy, phase, exits, disruption).action != "Ignore"
-
-
-def policy_wire(policy: RetryPolicy) -> Json:
-    """The budget and rules ``judge`` needs, as JSON (the Workflow annotation)."""
-    return {
-        "backoffLimit": policy.budget,
-        "rules": [
-            [r.action, r.operator, list(r.values), r.disruption, r.container] for r in policy.rules
-        ],
-        "shared": policy.shared,
-        "judged": policy.judged,
-        "perIndex": policy.per_index,
-    }
-
-
-def policy_of_wire(wire: Json) -> RetryPolicy:
-    """``policy_wire``'s inverse (a Workflow written before ``shared`` was recorded: shared)."""
-    rules = tuple(
-        ExitCodeRule(
-            str(rule[0]),
-            str(rule[1]),
-            tuple(int(v) for v in rule[2]),
-            bool(rule[3]),
-            str(rule[4]) if len(rule) > 4 and rule[4] is not None else None,
-        )
-        for rule in wire.get("rules") or []
-    )
-    return RetryPolicy(
-        int(wire.get("backoffLimit", 0)),
-        rules,
-        shared=bool(wire.get("shared", True)),
-        judged=bool(wire.get("judged", False)),
-        per_index=bool(wire.get("perIndex", False)),
-    )
 
 
 def _condition(rule: ExitCodeRule) -> str:

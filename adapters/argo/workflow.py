@@ -30,9 +30,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from trainweave import codecs
 from trainweave import labels as L
 from trainweave.adapters import names
-from trainweave.adapters.argo import objects, retry
+from trainweave.adapters.argo import objects
 from trainweave.adapters.argo.hera_models import models as m
 from trainweave.adapters.argo.retry import retry_strategy
 from trainweave.adapters.kueue import tas
@@ -82,8 +83,8 @@ def workflow(pipeline: Pipeline, options: Options = DEFAULTS) -> Json:
         on_exit = CLEANUP
     meta_labels = {
         **objects.base_labels(pipeline, "workflow"),
-        L.ATTEMPT: str(pipeline.attempt),
-        L.SEGMENT: str(options.segment),
+        L.ATTEMPT: codecs.encode_int(pipeline.attempt),
+        L.SEGMENT: codecs.encode_int(options.segment),
     }
     ttl = None
     if pipeline.ttl_seconds_after_finished is not None:
@@ -115,18 +116,15 @@ def _annotations(pipeline: Pipeline, controller: bool = False) -> dict[str, str]
     """maxRestarts, and the retry policies the controller keeps: every job's when it runs the
     Workflow (``controller``), else the ones only it can keep (shared backoffLimits, pods of
     several containers)."""
-    out = {L.MAX_RESTARTS_ANNOTATION: str(pipeline.max_restarts)}
-    shared = {
+    out = {L.MAX_RESTARTS_ANNOTATION: codecs.encode_int(pipeline.max_restarts)}
+    kept = {
         step.name: {
-            job.name: retry.policy_wire(job.retry)
-            for job in step.jobs
-            if controller or job.retry.by_controller
+            job.name: job.retry for job in step.jobs if controller or job.retry.by_controller
         }
         for step in pipeline.steps
     }
-    shared = {step: jobs for step, jobs in shared.items() if jobs}
-    if shared:
-        out[L.BACKOFF_LIMITS_ANNOTATION] = json.dumps(shared, separators=(",", ":"))
+    if (limits := codecs.encode_backoff_limits(kept)) is not None:
+        out[L.BACKOFF_LIMITS_ANNOTATION] = limits
     return out
 
 
@@ -176,7 +174,7 @@ def pod_labels(pipeline: Pipeline, step: Step, job: Job) -> dict[str, str]:
         L.STEP: step.name,
         L.REPLICATED_JOB: job.name,
         L.ROLE: step.role.value,
-        L.ATTEMPT: str(pipeline.attempt),
+        L.ATTEMPT: codecs.encode_int(pipeline.attempt),
         L.MANAGED_BY: L.MANAGER,
         L.JOBSET_NAME: pipeline.name,
         L.JOBSET_REPLICATED_JOB_NAME: job.name,

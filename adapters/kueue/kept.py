@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from trainweave import labels
+from trainweave import codecs, labels
 from trainweave.adapters import k8s_objects
 from trainweave.adapters.kueue.rolehash import PodDefaults
 from trainweave.adapters.kueue.workloads import workload
@@ -94,12 +94,12 @@ def kept_workloads(
         meta = wl["metadata"]
         meta["labels"] = k8s_objects.base_labels(pipeline, COMPONENT) | {
             labels.STEP: step.name,
-            labels.ATTEMPT: str(pipeline.attempt),
+            labels.ATTEMPT: codecs.encode_int(pipeline.attempt),
         }
         meta["annotations"] |= {
             labels.KUEUE_ADMISSION_GATED_BY: labels.KEPT_GATE,
-            labels.KEPT_AFTER_ANNOTATION: ",".join(after),
-            labels.KEPT_FOR_ANNOTATION: str(cap_seconds),
+            labels.KEPT_AFTER_ANNOTATION: codecs.encode_names(after),
+            labels.KEPT_FOR_ANNOTATION: codecs.encode_seconds(cap_seconds),
         }
         meta.pop("finalizers", None)
         if owner is not None:
@@ -111,5 +111,7 @@ def kept_workloads(
 def is_kept(obj: Json) -> bool:
     """``obj`` is a kept-position Workload (``kept_workloads``) still held by our gate."""
     meta = obj.get("metadata") or {}
-    gates = ((meta.get("annotations") or {}).get(labels.KUEUE_ADMISSION_GATED_BY) or "").split(",")
-    return obj.get("kind") == "Workload" and labels.KEPT_GATE in (g.strip() for g in gates)
+    gates = codecs.decode_names(
+        (meta.get("annotations") or {}).get(labels.KUEUE_ADMISSION_GATED_BY)
+    )
+    return obj.get("kind") == "Workload" and labels.KEPT_GATE in gates

@@ -33,6 +33,7 @@ from trainweave import labels as L
 from trainweave.adapters.kueue.podsets import PodRole, pod_roles
 from trainweave.adapters.kueue.rolehash import PodDefaults
 from trainweave.errors import InputError
+from trainweave.k8s_names import DNS1123_SUBDOMAIN, LABEL_KEY_FMT
 from trainweave.labels import Reason
 from trainweave.model import Step
 
@@ -40,8 +41,7 @@ _TRUE = ("1", "t", "T", "TRUE", "true", "True")  # Go strconv.ParseBool
 _FALSE = ("0", "f", "F", "FALSE", "false", "False")
 _INT32 = 2**31 - 1
 # k8s.io/apimachinery metav1 validation ValidateLabelName: a qualified name.
-_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_NAME = re.compile(f"^{LABEL_KEY_FMT}$")
 
 
 class _Wire(BaseModel):
@@ -236,7 +236,7 @@ def label_name_error(value: str) -> str | None:
     prefix, _, name = value.rpartition("/")
     if "/" in prefix or (value.count("/") and not prefix):
         return f"{value!r} must be a label name ([prefix/]name)"
-    if prefix and (len(prefix) > 253 or not _PREFIX.match(prefix)):
+    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
         return f"{value!r}: prefix must be a DNS subdomain"
     if not name or len(name) > 63 or not _NAME.match(name):
         return f"{value!r}: name must be at most 63 alphanumerics, '-', '_' or '.'"

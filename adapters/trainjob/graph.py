@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from trainweave.errors import InputError
-from trainweave.inputs import ReplicatedJob
+from trainweave.inputs import DependsOnStatus, ReplicatedJob
 from trainweave.labels import Ancestor, Reason, StepRole
 
 _BASE = "spec.template.spec.replicatedJobs"
@@ -118,7 +118,7 @@ def _group(
                 step_of[index[d.name]]
                 for i in idxs
                 for d in jobs[i].depends_on
-                if d.status == "Complete"
+                if d.status == DependsOnStatus.COMPLETE.value
             }
             - {jobs[r].name},
             key=lambda name: index[name],

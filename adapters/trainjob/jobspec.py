@@ -22,6 +22,7 @@ by name (docs/design.md, D4):
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 from trainweave.errors import InputError
@@ -29,6 +30,16 @@ from trainweave.labels import Reason
 from trainweave.model import ExitCodeRule, RetryPolicy
 
 DEFAULT_BACKOFF_LIMIT = 6  # batch/v1 Job default
+
+
+class PodReplacementPolicy(enum.StrEnum):
+    """batch/v1 Job ``podReplacementPolicy``."""
+
+    TERMINATING_OR_FAILED = "TerminatingOrFailed"
+    FAILED = "Failed"
+
+
+_FAILED = PodReplacementPolicy.FAILED
 _ALLOWED = {
     "template",
     "parallelism",
@@ -89,7 +100,7 @@ def retry_policy(
     ]
     if spec.get("suspend"):
         errors.append(_err(f"{path}.suspend", "must not be true: suspend the TrainJob instead"))
-    if spec.get("podReplacementPolicy", "Failed") != "Failed":
+    if spec.get("podReplacementPolicy", _FAILED) != _FAILED:
         errors.append(
             _err(
                 f"{path}.podReplacementPolicy",

@@ -41,8 +41,8 @@ def apply(
 ) -> tuple[list[Json], Json, list[InputError]]:
     """(patched replicatedJobs, JobSet metadata patch, errors).
 
-    ``replicated_jobs`` is patched in place and returned: pass a fresh copy (``to_pipeline``
-    passes ``model_dump()`` output, which is one). ``patches`` is never modified.
+    ``replicated_jobs`` (each its ``name`` and ``template``) is patched in place and returned:
+    pass a fresh copy (``trainer.job_inputs`` does). ``patches`` is never modified.
     """
     jobs = replicated_jobs
     jobset_meta: Json = {}

@@ -17,6 +17,7 @@ The queue and priority class of each step: ``adapters.trainjob.step_queue``.
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any
 
 from trainweave.adapters import names
@@ -65,29 +66,23 @@ def to_pipeline(
         raise InputErrors([InputError("spec.runtimeRef.apiGroup", "must be trainer.kubeflow.org")])
     spec = runtime.spec
     policy = registry.of(spec)
-    ctx = Context(trainjob, spec)
+    # the policy's own copies: nothing it writes through the context reaches the inputs
+    ctx = Context(trainjob.model_copy(deep=True), spec.model_copy(deep=True))
     errors = validate.jobset_errors(spec) + validate.runtime_errors(spec)
-    errors += registry.unsupported_errors(spec)
+    errors += registry.conflict_errors(spec) + registry.unsupported_errors(spec)
     errors += policy.validate(ctx) if not errors else []
-    raw_jobs = [
-        rj.model_dump(by_alias=True, exclude_none=True) for rj in spec.template.spec.replicated_jobs
-    ]
-    raw_jobs, _, patch_errors = patches.apply(
-        raw_jobs,
-        [p.model_dump(by_alias=True, exclude_none=True) for p in trainjob.spec.runtime_patches],
-    )
+    inputs, patch_errors = job_inputs(trainjob, spec)
+    raw_jobs = [j.raw for j in inputs]
     errors += patch_errors + validate.initializer_errors(trainjob, raw_jobs)
     errors += validate.manager_errors(trainjob)
     if errors:
         raise InputErrors(errors)
-    rjobs = spec.template.spec.replicated_jobs
-    ancestors = [_ancestor(rj) for rj in raw_jobs]
-    shapes, graph_errors = graph.steps(rjobs, ancestors)
+    shapes, graph_errors = graph.steps([j.rjob for j in inputs], [j.ancestor for j in inputs])
     if graph_errors:
         raise InputErrors(graph_errors)
     jobs: list[Job] = []
-    for i, raw in enumerate(raw_jobs):
-        job, job_errors = _job(ctx, policy, i, raw, rjobs[i], ancestors[i])
+    for one in inputs:
+        job, job_errors = _job(ctx, policy, one)
         jobs.append(job)
         errors += job_errors
     errors += validate.name_errors(trainjob.metadata.name, jobs)
@@ -101,7 +96,7 @@ def to_pipeline(
         priority = step_queue.priority_class(trainjob, raw_jobs[shape.jobs[0]])
         steps.append(Step(shape.name, shape.role, step_jobs, queue, shape.depends_on, priority))
     steps = _with_daemons(steps, spec)
-    index = {rj.name: i for i, rj in enumerate(rjobs)}
+    index = {j.rjob.name: j.index for j in inputs}
     errors += [
         InputError(
             f"{_RJ}[{index[job.name]}].template.spec.template.spec.containers",
@@ -144,16 +139,48 @@ def to_pipeline(
     )
 
 
-def _job(
-    ctx: Context,
-    policy: policies.Policy,
-    i: int,
-    raw: Json,
-    rjob: ReplicatedJob,
-    ancestor: Ancestor | None,
-) -> tuple[Job, list[InputError]]:
-    path = f"{_RJ}[{i}].template.spec"
-    job_spec: Json = raw["template"].get("spec") or {}  # raw is to_pipeline's own copy
+@dataclass(frozen=True)
+class JobInput:
+    """One runtime replicatedJob as the translation takes it: its ``index`` in the runtime, the
+    typed ``rjob`` (name, replicas, dependsOn: runtimePatches change none of them), ``raw``: its
+    wire form with the TrainJob's runtimePatches applied (the translation's own copy, which
+    ``_job`` completes into the Job's pod template) and its ancestor label."""
+
+    index: int
+    rjob: ReplicatedJob
+    raw: Json
+    ancestor: Ancestor | None
+
+    @property
+    def name(self) -> str:
+        """The replicatedJob's name."""
+        return self.rjob.name
+
+    @property
+    def path(self) -> str:
+        """Its Job spec's field path in the runtime."""
+        return f"{_RJ}[{self.index}].template.spec"
+
+
+def job_inputs(trainjob: TrainJob, spec: RuntimeSpec) -> tuple[list[JobInput], list[InputError]]:
+    """The runtime's replicatedJobs in order, patched by ``trainjob``'s runtimePatches
+    (``patches.apply``), and the patches' errors. Pure; ``trainjob`` and ``spec`` are not
+    modified."""
+    rjobs = spec.template.spec.replicated_jobs
+    raw = [{"name": rj.name, "template": copy.deepcopy(rj.template)} for rj in rjobs]
+    wanted = [
+        {"trainingRuntimeSpec": p.training_runtime_spec} for p in trainjob.spec.runtime_patches
+    ]
+    patched, _, errors = patches.apply(raw, wanted)
+    return [
+        JobInput(i, rj, doc, _ancestor(doc))
+        for i, (rj, doc) in enumerate(zip(rjobs, patched, strict=True))
+    ], errors
+
+
+def _job(ctx: Context, policy: policies.Policy, one: JobInput) -> tuple[Job, list[InputError]]:
+    path, rjob, ancestor = one.path, one.rjob, one.ancestor
+    job_spec: Json = one.raw["template"].get("spec") or {}  # to_pipeline's own copy
     pod_template: Json = job_spec.get("template") or {}
     pod_spec: Json = pod_template.setdefault("spec", {})
     pod_template.setdefault("metadata", {})
@@ -178,17 +205,11 @@ def _job(
                     reason=Reason.UNSUPPORTED_FIELD,
                 )
             )
-    pods, count_errors = jobspec.pods_per_replica(job_spec, path)
-    replicas = rjob.replicas
-    if ancestor is not None:
-        replicas = 1
-    if ancestor is Ancestor.TRAINER or policy.sized_by_nodes(ctx, rjob.name):
-        pods, count_errors = ctx.num_nodes, []
+    replicas = 1 if ancestor is not None else rjob.replicas
     _apply_trainjob(ctx, policy, rjob.name, ancestor, pod_spec)
-    policy_pods = policy.enforce(ctx, rjob.name, ancestor, pod_spec)
+    enforced = policy.enforce(ctx, rjob.name, ancestor, pod_spec)
     _apply_trainer_env(ctx, policy, rjob.name, ancestor, pod_spec)
-    if policy_pods is not None:
-        pods = policy_pods
+    pods, count_errors = _pods(ctx, policy, one, job_spec, enforced)
     _add_claim_volumes(ctx, pod_spec)
     _quantities_as_strings(pod_spec)
     retry, retry_errors = jobspec.retry_policy(
@@ -218,6 +239,20 @@ def _job(
     pod_spec.pop("restartPolicy", None)  # Argo pods run with Never; failures retry as new pods
     job = Job(rjob.name, ancestor, replicas, pods, pod_template, retry)
     return job, errors + count_errors + retry_errors
+
+
+def _pods(
+    ctx: Context, policy: policies.Policy, one: JobInput, job_spec: Json, enforced: int | None
+) -> tuple[int, list[InputError]]:
+    """Pods per replica and the errors of the Job's own count: the count the policy's
+    ``enforce`` set, else numNodes for the trainer and the jobs the policy sizes by nodes (their
+    own count's errors dropped), else the Job's (``jobspec.pods_per_replica``)."""
+    if one.ancestor is Ancestor.TRAINER or policy.sized_by_nodes(ctx, one.name):
+        by_nodes: tuple[int, list[InputError]] = (ctx.num_nodes, [])
+        pods, errors = by_nodes
+    else:
+        pods, errors = jobspec.pods_per_replica(job_spec, one.path)
+    return (pods if enforced is None else enforced), errors
 
 
 def _quantities_as_strings(pod_spec: Json) -> None:

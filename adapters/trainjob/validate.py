@@ -14,6 +14,7 @@ from typing import Any
 from trainweave.adapters import names
 from trainweave.errors import InputError
 from trainweave.inputs import RuntimeSpec, TrainJob
+from trainweave.k8s_names import DNS1123_SUBDOMAIN_FMT
 from trainweave.labels import TRAINJOB_ANCESTOR, Ancestor, Reason
 from trainweave.model import Job
 
@@ -84,7 +85,6 @@ _REQUIRED_CONTAINER = {
     Ancestor.DATASET_INITIALIZER: "dataset-initializer",
     Ancestor.MODEL_INITIALIZER: "model-initializer",
 }
-_POLICIES = ("torch", "mpi", "jax", "xgboost", "flux")
 
 
 def runtime_errors(spec: RuntimeSpec) -> list[InputError]:
@@ -93,8 +93,9 @@ def runtime_errors(spec: RuntimeSpec) -> list[InputError]:
     The (Cluster)TrainingRuntime webhook's ``validateReplicatedJobs``
     (kubeflow/trainer@v2.3.0 ``pkg/webhooks/trainingruntime_webhook.go``): a job labelled with
     an ancestor runs once (``replicas`` 1) and has that ancestor's container among its
-    ``containers``; and the CRD's CEL rules (``manifests/base/crds``) on ``mlPolicy`` (one
-    policy at most) and ``volumeClaimPolicies`` (templates without a namespace).
+    ``containers``; and the CRD's CEL rule (``manifests/base/crds``) on ``volumeClaimPolicies``
+    (templates without a namespace). The one on ``mlPolicy`` (one policy at most) is the
+    policies registry's (``policies.Registry.conflict_errors``).
     """
     errors = []
     for i, rj in enumerate(spec.template.spec.replicated_jobs):
@@ -136,22 +137,12 @@ def runtime_errors(spec: RuntimeSpec) -> list[InputError]:
                         reason=Reason.INVALID_RUNTIME,
                     )
                 )
-    policy = spec.ml_policy
-    chosen = [key for key in _POLICIES if policy is not None and getattr(policy, key) is not None]
-    if len(chosen) > 1:
-        errors.append(
-            InputError(
-                "spec.mlPolicy",
-                f"Only one of the policy can be configured, got {', '.join(chosen)}",
-                reason=Reason.INVALID_RUNTIME,
-            )
-        )
     return errors
 
 
 # k8s.io/apimachinery pkg/util/validation IsDomainPrefixedPath: a DNS-1123 subdomain host, "/",
 # then an HTTP path
-_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_SUBDOMAIN = re.compile(DNS1123_SUBDOMAIN_FMT)
 _HTTP_PATH = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
 
 

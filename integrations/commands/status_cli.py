@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from trainweave import labels, yamlout
-from trainweave.adapters.argo import retry
 from trainweave.integrations.views import (
     api,
     queues_view,
@@ -33,6 +32,7 @@ from trainweave.integrations.views.argo_view import WorkflowView
 from trainweave.integrations.views.bodies import Meta, TrainJobBody, list_at
 from trainweave.integrations.views.observed import Observed, observed
 from trainweave.integrations.views.reconcile import quota_records
+from trainweave.states import ArgoPhase
 
 Json = dict[str, Any]
 
@@ -87,7 +87,7 @@ def print_status(obs: Observed, now: datetime, out: TextIO) -> None:
                 (
                     info.step + (f" [{v.name}]" if len(obs.workflows) > 1 else ""),
                     info.role,
-                    (step.phase if step else "") or "Pending",
+                    (step.phase if step else "") or ArgoPhase.PENDING,
                     info.queue,
                     q.cluster_queue if q and q.cluster_queue else "-",
                     admission,
@@ -126,8 +126,7 @@ def disruption_lines(v: WorkflowView) -> list[str]:
             lines.append(
                 f"disrupted {step}: {', '.join(m.pods)} {m.type} ({m.reason}) at {m.at}: not counted"
             )
-        for job, wire in sorted(v.backoff_limits.get(step, {}).items()):
-            policy = retry.policy_of_wire(wire)
+        for job, policy in sorted(v.backoff_limits.get(step, {}).items()):
             counted, _ = verdict.spent(job, policy, v.steps.get(step), v.disruptions)
             spent = ", ".join(f"{slot}={n}" for slot, n in sorted(counted.items())) or "none"
             per = "shared by its pods" if policy.shared else "per pod"

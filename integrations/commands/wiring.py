@@ -15,9 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 from trainweave.errors import InputError, InputErrors
+from trainweave.k8s_names import DNS1123_SUBDOMAIN_FMT
 
 # a namespace or ClusterQueue name: an RFC 1123 label / subdomain (apimachinery validation)
-_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_NAME = re.compile(DNS1123_SUBDOMAIN_FMT)
 
 
 PIP = "pip install matplotlib"

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from trainweave.k8s_names import DNS1123_SUBDOMAIN_FMT
+
 Json = dict[str, Any]
 # metadata.name of a custom object: an RFC 1123 subdomain (apimachinery NameIsDNSSubdomain)
-_OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_OBJECT_NAME = re.compile(DNS1123_SUBDOMAIN_FMT)
 MERGE_PATCH = "application/merge-patch+json"
 WATCH_TIMEOUT = 300  # seconds: the server closes a watch after this (timeoutSeconds)
 JSON = "application/json"

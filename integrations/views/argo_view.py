@@ -17,21 +17,20 @@ failure, the failure message) is in ``verdict``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainweave import labels
+from trainweave import codecs, labels
 from trainweave.adapters import names
-from trainweave.adapters.argo import retry
+from trainweave.codecs import BackoffLimits, Stop
 from trainweave.integrations.views import argo_nodes, disruption
 from trainweave.integrations.views.argo_nodes import PodNode
-from trainweave.labels import StoppedFor
+from trainweave.states import ArgoPhase
 
 Json = dict[str, Any]
 
-TERMINAL = frozenset({"Succeeded", "Failed", "Error"})
-FAILED = frozenset({"Failed", "Error"})
+TERMINAL = frozenset({ArgoPhase.SUCCEEDED, ArgoPhase.FAILED, ArgoPhase.ERROR})
+FAILED = frozenset({ArgoPhase.FAILED, ArgoPhase.ERROR})
 
 
 @dataclass(frozen=True)
@@ -78,7 +77,7 @@ class StepView:
         """Every pod slot of the step succeeded: its work is done even when the step's DAG node
         is Failed because the Workflow was stopped right after (Argo marks a stopped Workflow's
         unfinished DAG nodes Failed)."""
-        done = {p.slot for p in self.pods if p.phase == "Succeeded"}
+        done = {p.slot for p in self.pods if p.phase == ArgoPhase.SUCCEEDED}
         return bool(self.slots) and all(slot in done for slot in self.slots)
 
     @property
@@ -204,10 +203,10 @@ class WorkflowView:
     message: str
     suspend: bool
     shutdown: str
-    stopped_for: str
+    stopped_for: Stop | None  # the controller stopped it (``codecs.decode_stop``)
     max_restarts: int
     steps: dict[str, StepView] = field(default_factory=dict)
-    backoff_limits: dict[str, dict[str, Json]] = field(default_factory=dict)
+    backoff_limits: BackoffLimits = field(default_factory=dict)
     disruptions: disruption.Record = field(default_factory=dict)
     nodes_known: bool = True
     created: str = ""
@@ -228,15 +227,13 @@ class WorkflowView:
     def succeeded_steps(self) -> frozenset[str]:
         """Steps whose node Succeeded in this Workflow, or all of whose pods did."""
         return frozenset(
-            n for n, s in self.steps.items() if s.phase == "Succeeded" or s.pods_succeeded
+            n for n, s in self.steps.items() if s.phase == ArgoPhase.SUCCEEDED or s.pods_succeeded
         )
 
     @property
     def backoff_job(self) -> str:
         """The job the controller stopped this Workflow for ("" if none)."""
-        head, _, job = self.stopped_for.partition("/")
-        stopped = head in (StoppedFor.JOB_FAILED, StoppedFor.JOB_FAILED_OLD)
-        return job if stopped else ""
+        return self.stopped_for.failed_job if self.stopped_for else ""
 
 
 def view(workflow: Json) -> WorkflowView:
@@ -258,16 +255,18 @@ def view(workflow: Json) -> WorkflowView:
     return WorkflowView(
         name=name,
         uid=str(meta.get("uid", "")),
-        attempt=_int(lbls.get(labels.ATTEMPT)),
-        segment=_int(lbls.get(labels.SEGMENT)),
+        attempt=codecs.decode_int(_opt(lbls.get(labels.ATTEMPT))),
+        segment=codecs.decode_int(_opt(lbls.get(labels.SEGMENT))),
         phase=str(status.get("phase") or ""),
         message=str(status.get("message") or ""),
         suspend=bool(spec.get("suspend")),
         shutdown=str(spec.get("shutdown") or ""),
-        stopped_for=str(ann.get(labels.STOPPED_FOR, "")),
-        max_restarts=_int(ann.get(labels.MAX_RESTARTS_ANNOTATION)),
+        stopped_for=codecs.decode_stop(_opt(ann.get(labels.STOPPED_FOR))),
+        max_restarts=codecs.decode_int(_opt(ann.get(labels.MAX_RESTARTS_ANNOTATION))),
         steps=steps,
-        backoff_limits=_limits(ann.get(labels.BACKOFF_LIMITS_ANNOTATION)),
+        backoff_limits=codecs.decode_backoff_limits(
+            _opt(ann.get(labels.BACKOFF_LIMITS_ANNOTATION))
+        ),
         disruptions=disruption.decode(str(ann.get(disruption.ANNOTATION) or "")),
         nodes_known=nodes is not None,
         created=str(meta.get("creationTimestamp") or ""),
@@ -337,7 +336,7 @@ def _exits(name: str, node: Json, by_name: dict[str, Json]) -> tuple[tuple[str, 
         if child.get("type") != "Container" or not child_name.startswith(prefix):
             continue
         container = child_name[len(prefix) :]
-        if child.get("phase") == "Succeeded":
+        if child.get("phase") == ArgoPhase.SUCCEEDED:
             out[container] = 0
         elif (code := argo_nodes.message_code(child)) is not None:
             out[container] = code
@@ -349,35 +348,6 @@ def _exits(name: str, node: Json, by_name: dict[str, Json]) -> tuple[tuple[str, 
     return tuple(out.items())
 
 
-def _limits(value: object) -> dict[str, dict[str, Json]]:
-    """The backoff-limits annotation: step -> job -> the retry policy's wire form, only the
-    policies that read back (``retry.policy_of_wire``); anything else is no policy (the
-    annotation is on the Workflow, which whoever may patch it may rewrite)."""
-    try:
-        out = json.loads(str(value)) if value else {}
-    except ValueError:
-        return {}
-    if not isinstance(out, dict):
-        return {}
-    return {
-        str(step): {str(job): wire for job, wire in jobs.items() if _policy_reads(wire)}
-        for step, jobs in out.items()
-        if isinstance(jobs, dict)
-    }
-
-
-def _policy_reads(wire: object) -> bool:
-    if not isinstance(wire, dict):
-        return False
-    try:
-        retry.policy_of_wire(wire)
-    except (ValueError, TypeError, IndexError, KeyError, OverflowError):
-        return False
-    return True
-
-
-def _int(value: object) -> int:
-    try:
-        return int(str(value))
-    except ValueError:
-        return 0
+def _opt(value: object) -> str | None:
+    """A label or annotation value as text (None: absent)."""
+    return None if value is None else str(value)

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from trainweave import labels
+from trainweave.states import KueueCondition, PodPhase
 
 Json = dict[str, Any]
 _EMPTY: Json = {}
@@ -255,7 +256,7 @@ class PodBody(Body):
     @property
     def terminal(self) -> bool:
         """The phase is Succeeded or Failed."""
-        return self.phase in ("Succeeded", "Failed")
+        return self.phase in (PodPhase.SUCCEEDED, PodPhase.FAILED)
 
     @property
     def ready(self) -> bool:
@@ -313,7 +314,7 @@ class WorkloadBody(Body):
     @property
     def finished(self) -> bool:
         """Kueue marked the Workload Finished."""
-        return self.condition_true("Finished")
+        return self.condition_true(KueueCondition.FINISHED)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from trainweave.integrations.views.argo_nodes import workflow_of
 from trainweave.integrations.views.argo_view import FAILED
 from trainweave.integrations.views.bodies import Meta, PodBody, TrainJobBody
 from trainweave.integrations.views.observed import Observed, Progress
+from trainweave.states import ArgoPhase, PodPhase
 
 Json = dict[str, Any]
 
@@ -86,18 +87,18 @@ def jobs_status(obs: Observed) -> list[Json]:
         c = counts[rjob]
         size = max(sizes.get((rjob, replica), 0), len(pods))
         phases = [PodBody.of(p).phase for p in pods]
-        succeeded = phases.count("Succeeded")
+        succeeded = phases.count(PodPhase.SUCCEEDED)
         if succeeded >= size:
             c["succeeded"] += 1
             continue
         step = Meta.of(pods[0]).label(labels.STEP)
-        if "Failed" in phases and (workflow_of(pods[0]), step) in failed_steps:
+        if PodPhase.FAILED in phases and (workflow_of(pods[0]), step) in failed_steps:
             c["failed"] += 1
             continue
         live = [
             p
             for p, phase in zip(pods, phases, strict=True)
-            if phase in ("Pending", "Running") and not PodBody.of(p).deleting
+            if phase in (PodPhase.PENDING, PodPhase.RUNNING) and not PodBody.of(p).deleting
         ]
         if suspended_tj or (live and all(PodBody.of(p).gated for p in live)):
             c["suspended"] += 1
@@ -114,6 +115,6 @@ def _failed_steps(prog: Progress) -> set[tuple[str, str]]:
     out: set[tuple[str, str]] = set()
     for v in prog.views:
         for name, step in v.steps.items():
-            if step.phase in FAILED or (v.terminal and step.phase != "Succeeded"):
+            if step.phase in FAILED or (v.terminal and step.phase != ArgoPhase.SUCCEEDED):
                 out.add((v.name, name))
     return out

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from trainweave import labels
+from trainweave import codecs, labels
 from trainweave.integrations.views import api
 from trainweave.integrations.views.bodies import Meta, TrainJobBody
 from trainweave.integrations.views.observed import Observed, group_of
@@ -49,15 +49,11 @@ class KeptActions:
 
 def gates(wl: Json) -> list[str]:
     """The Workload's admission gates (``kueue.x-k8s.io/admission-gated-by``, comma-separated)."""
-    raw = Meta.of(wl).annotation(labels.KUEUE_ADMISSION_GATED_BY)
-    return [g.strip() for g in raw.split(",") if g.strip()]
+    return codecs.decode_names(Meta.of(wl).annotation(labels.KUEUE_ADMISSION_GATED_BY))
 
 
 def _cap(wl: Json) -> float | None:
-    try:
-        return float(Meta.of(wl).annotation(labels.KEPT_FOR_ANNOTATION))
-    except ValueError:
-        return None
+    return codecs.decode_seconds(Meta.of(wl).annotation(labels.KEPT_FOR_ANNOTATION))
 
 
 def held(wl: Json) -> bool:
@@ -92,10 +88,10 @@ def actions(obs: Observed, now: datetime) -> KeptActions:
             out.requests.append(api.delete(api.WORKLOAD, ns, meta.name, meta.uid))
             out.expired.append(group.step)
             continue
-        after = [s for s in meta.annotation(labels.KEPT_AFTER_ANNOTATION).split(",") if s]
+        after = codecs.decode_names(meta.annotation(labels.KEPT_AFTER_ANNOTATION))
         if all(step in done for step in after):
             rest = [g for g in gates(wl) if g != labels.KEPT_GATE]
-            value = ",".join(rest) if rest else None
+            value = codecs.encode_names(rest) if rest else None
             patch = {"metadata": {"annotations": {labels.KUEUE_ADMISSION_GATED_BY: value}}}
             out.requests.append(api.merge_patch(api.WORKLOAD, ns, meta.name, patch))
             out.lifted.append(group.step)

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from trainweave import labels
+from trainweave import codecs, labels
+from trainweave.codecs import Stop
 from trainweave.integrations.views.argo_view import FAILED, WorkflowView, view
 from trainweave.integrations.views.bodies import Meta
 from trainweave.labels import StoppedFor
+from trainweave.states import ArgoPhase
 
 Json = dict[str, Any]
 
@@ -88,10 +90,10 @@ class Progress:
             # nothing: the pipeline is done (as a JobSet that completed before it is Complete),
             # and a resumed segment would have no step to run (Argo refuses an empty DAG)
             stopped_done = wf.terminal and bool(wf.steps) and set(wf.steps) <= self.done_steps
-            if wf.stopped_for == StoppedFor.SUSPEND and stopped_done:
+            if wf.stopped_for == Stop(StoppedFor.SUSPEND) and stopped_done:
                 return AttemptState.SUCCEEDED
             return AttemptState.STOPPED
-        if wf.phase == "Succeeded":
+        if wf.phase == ArgoPhase.SUCCEEDED:
             return AttemptState.SUCCEEDED
         if wf.phase in FAILED:
             return AttemptState.FAILED
@@ -116,10 +118,7 @@ def owned(trainjob: Json, objs: tuple[Json, ...]) -> tuple[Json, ...]:
 
 def attempts_started(trainjob: Json) -> int:
     """The ``trainweave.io/attempts`` annotation (0 when never started)."""
-    try:
-        return max(0, int(Meta.of(trainjob).annotation(labels.ATTEMPTS_ANNOTATION, "0")))
-    except ValueError:
-        return 0
+    return max(0, codecs.decode_int(Meta.of(trainjob).annotation(labels.ATTEMPTS_ANNOTATION)))
 
 
 def progress(obs: Observed) -> Progress:

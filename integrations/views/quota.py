@@ -25,14 +25,16 @@ from typing import Any
 from trainweave.integrations.views.bodies import WorkloadBody, condition
 from trainweave.integrations.views.times import parse_time
 from trainweave.quantity import QuantityError, is_gpu, parse
+from trainweave.states import KueueCondition
 
 Json = dict[str, Any]
 
 
 class QuotaState(enum.StrEnum):
     """Where a step Workload stands with its quota: its Kueue condition that is True (in the
-    order Finished, Admitted, QuotaReserved, Evicted), else Pending; Released once the
-    Workload is gone (its record kept in the ``trainweave.io/quota`` annotation)."""
+    order Finished, Admitted, QuotaReserved, Evicted: ``states.KueueCondition``), else
+    Pending; Released once the Workload is gone (its record kept in the
+    ``trainweave.io/quota`` annotation)."""
 
     PENDING = "Pending"
     RESERVED = "QuotaReserved"
@@ -112,10 +114,10 @@ def step_quota(workload: Json, info: Mapping[str, Any], now: datetime) -> StepQu
     status = workload.get("status") or {}
     admission = status.get("admission") or {}
     conds = WorkloadBody.of(workload).conditions
-    reserved = condition(conds, "QuotaReserved")
-    finished = condition(conds, "Finished")
-    admitted = condition(conds, "Admitted")
-    evicted = condition(conds, "Evicted")
+    reserved = condition(conds, KueueCondition.QUOTA_RESERVED)
+    finished = condition(conds, KueueCondition.FINISHED)
+    admitted = condition(conds, KueueCondition.ADMITTED)
+    evicted = condition(conds, KueueCondition.EVICTED)
     flavors: dict[str, str] = {}
     usage: dict[str, Any] = {}
     for psa in admission.get("podSetAssignments") or []:

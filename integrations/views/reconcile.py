@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from trainweave import labels
+from trainweave import codecs, labels
+from trainweave.codecs import Stop
 from trainweave.integrations.views import api, disruption, kept, quota, stranded
 from trainweave.integrations.views import verdict as judging
 from trainweave.integrations.views.argo_nodes import workflow_of
@@ -53,6 +54,7 @@ from trainweave.labels import (
     StoppedFor,
     TrainJobState,
 )
+from trainweave.states import PodPhase
 
 Json = dict[str, Any]
 FOREGROUND = "foregroundDeletion"  # the GC's finalizer on an owner deleted in foreground
@@ -111,7 +113,7 @@ def actions(obs: Observed, now: datetime) -> Actions:
     latest = prog.latest
     done_for_good = done_groups(obs, stop_all=finished)
     if finished and latest and not latest.terminal and not latest.shutdown:
-        out.requests.append(_stop(ns, latest, StoppedFor.FINISHED))
+        out.requests.append(_stop(ns, latest, Stop(StoppedFor.FINISHED)))
     out.requests += releases(obs, done_for_good)
     if not finished:
         _lifecycle(obs, prog, suspend, out, now)
@@ -129,7 +131,11 @@ def actions(obs: Observed, now: datetime) -> Actions:
             api.merge_patch(api.TRAINJOB, ns, meta.name, {"status": want}, "status")
         )
     for cond in desired.conditions:
-        if cond not in current and cond.get("status") == "True" and cond["type"] != "Suspended":
+        if (
+            cond not in current
+            and cond.get("status") == "True"
+            and cond["type"] != ConditionType.SUSPENDED
+        ):
             failed = cond["type"] == ConditionType.FAILED.value
             kind = EventType.WARNING if failed else EventType.NORMAL
             out.after_start.append(event(tj, kind, cond["reason"], cond["message"], now))
@@ -162,13 +168,13 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Actions, now: 
         if latest.terminal or latest.stopped_for:
             return
         if wf_pods:
-            out.requests.append(_stop(ns, latest, StoppedFor.SUSPEND))
+            out.requests.append(_stop(ns, latest, Stop(StoppedFor.SUSPEND)))
         elif not latest.suspend:
             out.requests.append(_patch_wf(ns, latest.name, {"spec": {"suspend": True}}))
         return
     if latest.suspend and not latest.shutdown:
         out.requests.append(_patch_wf(ns, latest.name, {"spec": {"suspend": None}}))
-    if latest.stopped_for == StoppedFor.SUSPEND:
+    if latest.stopped_for == Stop(StoppedFor.SUSPEND):
         live = _live_groups(obs, latest)
         if latest.terminal and not live and all(PodBody.of(p).terminal for p in wf_pods):
             finished = _finished_groups_to_rerun(obs, latest, prog.done_steps)
@@ -190,8 +196,7 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Actions, now: 
     latest = _disruptions(obs.trainjob, latest, wf_pods, out, now)
     verdict = judging.first(latest)
     if verdict:
-        stopped_for = f"{StoppedFor.JOB_FAILED.value}/{verdict.job}"
-        out.requests.append(_stop(ns, latest, stopped_for))
+        out.requests.append(_stop(ns, latest, Stop(StoppedFor.JOB_FAILED, verdict.job)))
 
 
 def _disruptions(
@@ -267,7 +272,7 @@ def releases(obs: Observed, done: list[tuple[str, Json, WorkflowView]]) -> list[
             continue
         pods = [p for p in obs.pods if group_of(p) == group]
         phases = {PodBody.of(p).phase for p in pods}
-        if pods and phases == {"Succeeded"}:
+        if pods and phases == {PodPhase.SUCCEEDED}:
             continue  # Kueue finishes a fully succeeded group itself
         uid = Meta.of(wl).uid
         rerun = bool(v.stopped_for) and not v.backoff_job  # a failed Job's step is not re-run
@@ -353,11 +358,13 @@ def _stop_when_deleted(ns: str, obs: Observed) -> list[api.Request]:
     if FOREGROUND not in Meta.of(obs.trainjob).finalizers:
         return []
     views = obs.owned_views
-    return [_stop(ns, v, StoppedFor.DELETED) for v in views if not v.terminal and not v.shutdown]
+    return [
+        _stop(ns, v, Stop(StoppedFor.DELETED)) for v in views if not v.terminal and not v.shutdown
+    ]
 
 
 def _attempts(ns: str, name: str, n: int) -> api.Request:
-    patch = {"metadata": {"annotations": {labels.ATTEMPTS_ANNOTATION: str(n)}}}
+    patch = {"metadata": {"annotations": {labels.ATTEMPTS_ANNOTATION: codecs.encode_int(n)}}}
     return api.merge_patch(api.TRAINJOB, ns, name, patch)
 
 
@@ -365,7 +372,8 @@ def _patch_wf(ns: str, name: str, patch: Json) -> api.Request:
     return api.merge_patch(api.WORKFLOW, ns, name, patch)
 
 
-def _stop(ns: str, wf: WorkflowView, why: str) -> api.Request:
-    """Argo's ``shutdown: Stop``, annotated with why: a ``StoppedFor``, or ``job-failed/<job>``."""
-    patch = {"metadata": {"annotations": {labels.STOPPED_FOR: why}}, "spec": {"shutdown": "Stop"}}
+def _stop(ns: str, wf: WorkflowView, why: Stop) -> api.Request:
+    """Argo's ``shutdown: Stop``, annotated with why (``codecs.encode_stop``)."""
+    ann = {labels.STOPPED_FOR: codecs.encode_stop(why)}
+    patch = {"metadata": {"annotations": ann}, "spec": {"shutdown": "Stop"}}
     return _patch_wf(ns, wf.name, patch)

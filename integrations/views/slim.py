@@ -34,12 +34,13 @@ from typing import Any
 
 from trainweave.integrations.views.argo_nodes import decode_nodes
 from trainweave.integrations.views.disruption import MARKS
+from trainweave.states import KueueCondition
 
 Json = dict[str, Any]
 _NODE_FIELDS = ("name", "type", "phase", "message", "startedAt", "finishedAt")
 _WF_STATUS = ("phase", "message", "startedAt", "finishedAt", "offloadNodeStatusVersion")
 _POD_CONDITIONS = ("Ready", *MARKS)
-_WORKLOAD_CONDITIONS = ("QuotaReserved", "Admitted", "Finished", "Evicted")
+_WORKLOAD_CONDITIONS = tuple(KueueCondition)
 _WORKLOAD_STATUS = ("admission", "schedulingStats")
 ARGO_COMPLETED = "workflows.argoproj.io/completed"  # Argo's bookkeeping label on a done pod
 

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainweave.states import ArgoPhase
+
 Json = dict[str, Any]
-_ENDED = frozenset({"Failed", "Error"})
-_OPEN = frozenset({"", "Pending", "Running"})
+_ENDED = frozenset({ArgoPhase.FAILED, ArgoPhase.ERROR})
+_OPEN = frozenset({"", ArgoPhase.PENDING, ArgoPhase.RUNNING})
 MESSAGE = "trainweave: pod {pod} ended before this container started"
 
 
@@ -48,7 +50,7 @@ def patch(workflow: Json, now: str) -> Json | None:
     ``finishedAt`` is ``now``)."""
     ends = {
         node_id: {
-            "phase": "Failed",
+            "phase": ArgoPhase.FAILED.value,
             "message": MESSAGE.format(pod=pod.rsplit(".", 1)[-1]),
             "finishedAt": now,
         }

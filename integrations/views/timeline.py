@@ -34,11 +34,14 @@ from trainweave.integrations.views.bodies import Meta, TrainJobBody, WorkloadBod
 from trainweave.integrations.views.observed import Observed, group_of
 from trainweave.integrations.views.reconcile import quota_records
 from trainweave.integrations.views.times import parse_time
+from trainweave.labels import ConditionType
 from trainweave.quantity import QuantityError, is_gpu, parse
+from trainweave.states import KueueCondition
 
 Json = dict[str, Any]
 _SIDECARS = frozenset({"wait", "init"})  # Argo's executor containers
-_TERMINAL = ("Complete", "Failed")  # TrainJob conditions that end the pipeline
+# TrainJob conditions that end the pipeline
+_TERMINAL = (ConditionType.COMPLETE, ConditionType.FAILED)
 
 
 class SpanKind(enum.StrEnum):
@@ -182,8 +185,8 @@ def _row(
     reserved = parse_time(q.reserved_at)
     finished = parse_time(q.finished_at)
     conds = WorkloadBody.of(wl).conditions if wl is not None else []
-    admitted = _since(condition(conds, "Admitted")) or reserved
-    ev = condition(conds, "Evicted")
+    admitted = _since(condition(conds, KueueCondition.ADMITTED)) or reserved
+    ev = condition(conds, KueueCondition.EVICTED)
     evicted_at = _since(ev)
     gpus = sum(_num(v) for k, v in q.usage.items() if is_gpu(k)) or _requested_gpus(wl)
     if q.state == quota.RELEASED and reserved is not None:

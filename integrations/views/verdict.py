@@ -24,6 +24,7 @@ from trainweave.adapters.argo import retry
 from trainweave.integrations.views import disruption
 from trainweave.integrations.views.argo_view import FAILED
 from trainweave.model import RetryPolicy
+from trainweave.states import ArgoPhase
 
 if TYPE_CHECKING:
     from trainweave.integrations.views.argo_view import StepView, WorkflowView
@@ -117,13 +118,12 @@ def first(wf: WorkflowView) -> Verdict | None:
     first, a pod the API server refused to create (``refused``)."""
     for step_view in wf.steps.values():
         for pod in step_view.pods:
-            if pod.phase == "Error" and refused(pod.message):
+            if pod.phase == ArgoPhase.ERROR and refused(pod.message):
                 job = pod.job[0] if pod.job else pod.slot
                 return Verdict(step_view.name, job, FAILED_CREATE, pod.message)
     for step, jobs in wf.backoff_limits.items():
         view_ = wf.steps.get(step)
-        for job, wire in jobs.items():
-            policy = retry.policy_of_wire(wire)
+        for job, policy in jobs.items():
             found = verdict(step, job, policy, view_, wf.disruptions)
             if found is not None:
                 return found

@@ -9,7 +9,6 @@ from typing import Any, cast
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from trainweave.adapters.argo import retry
 from trainweave.integrations.views import verdict
 from trainweave.integrations.views.argo_view import view
 
@@ -165,7 +164,7 @@ def trainer_spent(wf: Json) -> dict[str, int]:
     """The trainer step's counted failures per pod, as the controller judges the Workflow (the
     disruptions it recorded, ``trainweave.io/disruptions``, and Argo's attempts)."""
     v = view(wf)
-    policy = retry.policy_of_wire(v.backoff_limits["node"]["node"])
+    policy = v.backoff_limits["node"]["node"]
     counted, failed = verdict.spent("node", policy, v.steps["node"], v.disruptions)
     assert failed is None, failed
     return counted

@@ -4,8 +4,10 @@ Pure. ``REGISTRY`` maps each ``spec.mlPolicy`` field trainweave translates (torc
 xgboost) to its module's ``Policy``; ``REGISTRY.of(spec)`` gives the runtime's, or ``Plain``
 for none. ``flux`` is refused by name (it runs Flux's own broker in every pod, which
 trainweave does not translate). Nothing outside this package knows a policy by name: the
-translation (``adapters.trainjob.trainer``) calls ``Policy``'s methods and the render calls
-the Pipeline's ``PolicyPart``. docs/extending.md lists the files a new policy touches.
+translation (``adapters.trainjob.trainer``) calls ``Policy``'s methods and the registry's checks
+(``conflict_errors``: one mlPolicy at most), the Hera builders (``workflows``) the policy
+``of_builder`` gives, and the render calls the Pipeline's ``PolicyPart``;
+tests/unit/test_invariants.py keeps it so. docs/extending.md lists the files a new policy touches.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from trainweave.errors import InputError
 from trainweave.inputs import RuntimeSpec
 from trainweave.labels import Reason
 
-__all__ = ["REGISTRY", "Context", "Policy", "Registry", "of", "unsupported_errors"]
+__all__ = ["REGISTRY", "Context", "Policy", "Registry", "of", "of_builder", "unsupported_errors"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,26 @@ class Registry:
             if ml is not None and getattr(ml, key) is not None
         ]
 
+    def configured(self, spec: RuntimeSpec) -> list[str]:
+        """The ``spec.mlPolicy`` fields set, translated or refused, in registry order."""
+        ml = spec.ml_policy
+        keys = [*self.policies, *(k for k in self.unsupported if k not in self.policies)]
+        return [key for key in keys if ml is not None and getattr(ml, key) is not None]
+
+    def conflict_errors(self, spec: RuntimeSpec) -> list[InputError]:
+        """``spec.mlPolicy``: more than one policy set (the CRD's CEL rule,
+        kubeflow/trainer@v2.3.0 ``manifests/base/crds``)."""
+        chosen = self.configured(spec)
+        if len(chosen) <= 1:
+            return []
+        return [
+            InputError(
+                "spec.mlPolicy",
+                f"Only one of the policy can be configured, got {', '.join(chosen)}",
+                reason=Reason.INVALID_RUNTIME,
+            )
+        ]
+
     def with_policy(self, key: str, policy: Policy) -> Registry:
         """A copy with ``policy`` for ``spec.mlPolicy.<key>`` (no longer refused)."""
         return Registry(
@@ -78,3 +100,8 @@ def of(spec: RuntimeSpec) -> Policy:
 def unsupported_errors(spec: RuntimeSpec) -> list[InputError]:
     """``REGISTRY.unsupported_errors``."""
     return REGISTRY.unsupported_errors(spec)
+
+
+def of_builder(*, torch: bool) -> Policy:
+    """The policy of a Hera step (``workflows.steps.trainer``'s ``torch`` argument)."""
+    return Torch() if torch else Plain()

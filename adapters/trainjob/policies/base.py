@@ -5,11 +5,13 @@ Pure. Mirrors kubeflow/trainer@v2.3.0 ``pkg/runtime/framework/interface.go``: a
 an ``EnforceMLPolicyPlugin`` (``enforce``: env, ports, volumes and pod counts on one
 replicatedJob's pod spec) and a ``ComponentBuilderPlugin`` (``part``: what the Pipeline keeps
 of the policy, whose ``objects``/``secrets`` are the objects beside the pods). ``Context`` is
-frozen: enforcing writes pod specs, never the context.
+frozen: enforcing writes pod specs, never the context; its TrainJob and runtime are the
+translation's copies (``trainer.to_pipeline``), never the caller's.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
@@ -58,9 +60,10 @@ class Context:
         tj = self.trainjob.spec.trainer
         return tj.num_proc_per_node if tj else None
 
-    @cached_property
+    @property
     def resources(self) -> Json:
-        """Per-node resources (``trainer_resources``)."""
+        """Per-node resources (``trainer_resources``): a fresh copy at each read, so a policy
+        that writes it changes neither the TrainJob nor what the next job reads."""
         return trainer_resources(self.trainjob, self.spec)
 
 
@@ -101,6 +104,26 @@ class Policy:
         """What the Pipeline keeps of the policy (``Pipeline.policy``), whose Build half
         makes the objects beside the pods; None when it builds none."""
         return None
+
+    # The Hera builders (``workflows``): a step is one gang of ``pods`` pods of one container,
+    # with no TrainJob; ``policies.of_builder`` gives the policy of a builder's arguments.
+
+    def step_errors(self, trainjob: TrainJob) -> list[InputError]:
+        """What this policy refuses in the TrainJob a Hera step's arguments make
+        (``workflows.checks``)."""
+        return []
+
+    def step_env(
+        self,
+        container: Json,
+        workflow: str,
+        step: str,
+        pods: int,
+        nproc: int | None,
+        subdomain: str,
+    ) -> None:
+        """This policy's env and port on a Hera step's container (``workflows.gang``), rank 0
+        being ``<workflow>-<step>-0-0.<subdomain>``."""
 
 
 def trainer_node(ctx: Context, ancestor: Ancestor | None, pod_spec: Json) -> Json | None:
@@ -146,9 +169,9 @@ def trainer_resources(trainjob: TrainJob, spec: RuntimeSpec) -> Json:
     (Trainer's ``ExtractResourcePerNodeFromRuntime`` then the TrainJob override)."""
     tj = trainjob.spec.trainer
     if tj and tj.resources_per_node is not None:
-        return tj.resources_per_node
+        return copy.deepcopy(tj.resources_per_node)
     node = validate.container(trainer_pod(spec) or {}, "node")
-    return dict(node.get("resources") or {}) if node is not None else {}
+    return copy.deepcopy(node.get("resources") or {}) if node is not None else {}
 
 
 def reserved_env_errors(

@@ -31,6 +31,7 @@ from trainweave.adapters.trainjob.policies.shared import (
     gpus_per_node,
 )
 from trainweave.errors import InputError
+from trainweave.inputs import TrainJob
 from trainweave.labels import Ancestor, Reason
 
 Json = dict[str, Any]
@@ -147,3 +148,21 @@ class Torch(Policy):
                     if found is not None:
                         wirelists.upsert_env(found, pet + master)
         return None
+
+    def step_errors(self, trainjob: TrainJob) -> list[InputError]:
+        return reserved_env_errors(trainjob, RESERVED, "the torch plugin")
+
+    def step_env(
+        self,
+        container: Json,
+        workflow: str,
+        step: str,
+        pods: int,
+        nproc: int | None,
+        subdomain: str,
+    ) -> None:
+        resources = container.get("resources") or {}
+        pet, master = torch_env(workflow, pods, nproc, resources, subdomain)
+        master[0]["value"] = f"{names.pod_hostname(workflow, step, 0, 0)}.{subdomain}"
+        wirelists.upsert_env(container, pet + master)
+        open_port(container)
