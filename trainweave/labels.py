@@ -116,6 +116,8 @@ class Reason(enum.StrEnum):
     INVALID_RUNTIME = "InvalidRuntime"
     INVALID_TRAINJOB = "InvalidTrainJob"
     UNSUPPORTED_FIELD = "UnsupportedField"
+    # the API server refused a dryRun=All create of an object or step pod of the start
+    REFUSED_BY_API_SERVER = "RefusedByAPIServer"
     INVALID_QUEUES = "InvalidQueues"  # trainweave plan's queue files
 
 

@@ -298,9 +298,12 @@ class Controller:
         """Start the attempt, then plan again from the caches, which now hold the new
         children (write-through): the status they imply (the first ``jobsStatus``) goes out
         in this reconcile, not after every other TrainJob's start in the queue. The first
-        plan's status and Events are the second's, so only the second's are sent."""
-        self.executor.run(dataclasses.replace(todo, after_start=[], metrics=[]), trainjob)
+        plan's status and Events are the second's, so only the second's are sent. A refused
+        start is observed by the second plan (``Observed.refused``): ``rollup`` fails it."""
+        refused = self.executor.run(dataclasses.replace(todo, after_start=[], metrics=[]), trainjob)
         obs = self.observe(key)
+        if obs is not None and refused is not None:
+            obs = dataclasses.replace(obs, refused=refused)
         again = reconcile.actions(obs, self.now()) if obs is not None else None
         if again is None or again.start is not None:  # not in the caches yet: next event
             self.queue.add(key)

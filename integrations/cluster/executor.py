@@ -5,9 +5,13 @@ exists, as upstream KEP-2599; else ``TrainingRuntime`` in the TrainJob's
 namespace or ``ClusterTrainingRuntime`` per ``runtimeRef.kind``), translates and
 renders through the adapters, and creates every child with create-or-adopt: a
 409 is accepted only when the existing object is controlled by this TrainJob,
-so a restarted controller never makes a second copy. Permanent input errors
-become ``Failed`` with the error's reason; API errors propagate (the controller
-emits a Warning Event and retries with backoff).
+so a restarted controller never makes a second copy. Before anything is created the cluster judges the start (``judge``): every rendered object and
+every step's pod as Argo will create it (``adapters.argo.pods``) is a ``dryRun=All`` create. A
+refusal, or a permanent input error, creates nothing and is returned as an
+``observed.StartRefusal``, which ``rollup`` (the one writer of conditions) makes ``Failed``
+with every error; a refusal that depends on the moment (``judge.Verdict.TRANSIENT``) is raised
+as ``judge.NotYet``, and API errors propagate (the controller emits a Warning Event and retries
+with backoff).
 """
 
 from __future__ import annotations
@@ -19,15 +23,14 @@ from typing import Any, Protocol
 
 from trainweave import labels, sshkeys, yamlin
 from trainweave.adapters import names, render
+from trainweave.adapters.argo import pods
 from trainweave.adapters.kueue import kept
 from trainweave.errors import InputError, InputErrors
-from trainweave.integrations.cluster import kept_queues
+from trainweave.integrations.cluster import judge, kept_queues
 from trainweave.integrations.views import api, reconcile
 from trainweave.integrations.views.bodies import Body, Meta, TrainJobBody, obj_at
-from trainweave.integrations.views.event import event
-from trainweave.integrations.views.rollup import set_condition
-from trainweave.integrations.views.times import format_time
-from trainweave.labels import ConditionType, EventType, Reason
+from trainweave.integrations.views.observed import Observed, StartRefusal
+from trainweave.labels import Reason
 
 Json = dict[str, Any]
 
@@ -97,22 +100,29 @@ class Executor:
         renderer: Renderer,
         now: Callable[[], datetime],
         kept_cap_seconds: int | None = None,
+        judge_first: bool = True,
+        argo_executor: pods.ArgoExecutor | None = None,
     ) -> None:
         """``kept_cap_seconds``: kept queue position on (``--kept-position``), for at most
-        that long (``adapters.kueue.kept``); None: off."""
+        that long (``adapters.kueue.kept``); None: off. ``judge_first``: every start is
+        judged by the API server first (``judge``); ``argo_executor``: the workflow-controller's
+        executor settings the predicted step pods get (Argo's defaults when None)."""
         self.send = send
         self.renderer = renderer
         self.now = now
         self.kept_cap_seconds = kept_cap_seconds
+        self.judge_first = judge_first
+        self.argo_executor = argo_executor
 
-    def run(self, todo: reconcile.Actions, trainjob: Json) -> None:
-        """Send everything in order; 404 on delete and status of a gone object is fine."""
+    def run(self, todo: reconcile.Actions, trainjob: Json) -> StartRefusal | None:
+        """Send everything in order; 404 on delete and status of a gone object is fine. A
+        start that was refused is returned (``start``), for the reconcile to observe."""
         for req in todo.requests:
             self._send(req)
-        if todo.start is not None:
-            self.start(trainjob, todo.start)
+        refused = self.start(trainjob, todo.start) if todo.start is not None else None
         for req in todo.after_start:
             self._send(req)
+        return refused
 
     def _send(self, req: api.Request) -> Json:
         try:
@@ -124,10 +134,11 @@ class Executor:
                 return {}  # uid precondition: a newer incarnation, not ours
             raise
 
-    def start(self, trainjob: Json, st: reconcile.Start) -> None:
-        """Render and create-or-adopt the children of one attempt segment: exactly the
-        objects ``adapters.render`` gives, in its order (``render.CREATION_ORDER``: the
-        Workflow last, its pods need the others)."""
+    def start(self, trainjob: Json, st: reconcile.Start) -> StartRefusal | None:
+        """Render, have the API server judge, and create-or-adopt the children of one attempt
+        segment: exactly the objects ``adapters.render`` gives, in its order
+        (``render.CREATION_ORDER``: the Workflow last, its pods need the others). Nothing is
+        created when the start is refused: the refusal is returned."""
         meta = trainjob["metadata"]
         options = render.Options(
             attempt=st.attempt,
@@ -149,11 +160,16 @@ class Executor:
         try:
             runtime = self._runtime(trainjob, first)
             objs = self.renderer(trainjob, runtime, options)
+            if (refused := self._judge(objs)) is not None:
+                return refused
             if first:
+                rendered = objs
                 objs = self._snapshot_first(trainjob, objs, options)
+                # rendered again from the snapshot an earlier start left: judged again
+                if objs is not rendered and (refused := self._judge(objs)) is not None:
+                    return refused
         except InputErrors as errs:
-            self._fail(trainjob, errs.reason, str(errs.errors[0]))
-            return
+            return StartRefusal(errs.reason, tuple(str(e) for e in errs.errors))
         opted_out = kept_queues.opted_out(self.send, str(meta["namespace"]), objs)
         for obj in objs:
             if kept.is_kept(obj) and obj["spec"].get("queueName") in opted_out:
@@ -161,6 +177,27 @@ class Executor:
             if first and _is_snapshot(obj, meta["name"]):
                 continue  # created or adopted above
             self._create_or_adopt(obj, str(meta["uid"]))
+        return None
+
+    def _judge(self, objs: list[Json]) -> StartRefusal | None:
+        """The API server's refusals of ``objs`` and of the step pods of their Workflow, as a
+        ``StartRefusal`` (None: accepted); raises ``judge.NotYet`` for refusals that depend on
+        the moment, and an ``ApiError`` of status 0 when the server cannot be reached."""
+        if not self.judge_first:
+            return None
+        step_pods = [
+            p
+            for wf in objs
+            if wf.get("kind") == api.WORKFLOW.kind
+            for p in pods.step_pods(wf, self.argo_executor)
+        ]
+        found = judge.judge(self.send, objs, step_pods)
+        if found.refused:
+            lines = tuple(r.line() for r in found.refused)
+            return StartRefusal(Reason.REFUSED_BY_API_SERVER, lines)
+        if found.transient:
+            raise judge.NotYet(found.transient)
+        return None
 
     def _snapshot_first(
         self, trainjob: Json, objs: list[Json], options: render.Options
@@ -256,19 +293,19 @@ class Executor:
             )
         return existing
 
-    def _fail(self, trainjob: Json, reason: Reason, message: str) -> None:
-        meta = trainjob["metadata"]
-        now = self.now()
-        conds = TrainJobBody.of(trainjob).conditions
-        stamp = format_time(now)
-        conds = set_condition(conds, ConditionType.FAILED, True, reason, message, stamp)
-        self._send(
-            api.merge_patch(
-                api.TRAINJOB,
-                meta["namespace"],
-                meta["name"],
-                {"status": {"conditions": conds}},
-                "status",
-            )
-        )
-        self._send(event(trainjob, EventType.WARNING, reason.value, message, now))
+
+def run_once(executor: Executor, obs: Observed, now: datetime) -> reconcile.Actions:
+    """One reconcile of ``obs`` without caches (tests, benchmarks): its actions carried out;
+    a refused start is observed and the reconcile planned again, so ``rollup`` writes the
+    ``Failed`` condition (as ``Controller._start`` does from its caches). The actions sent."""
+    todo = reconcile.actions(obs, now)
+    if todo.start is None:
+        executor.run(todo, obs.trainjob)
+        return todo
+    refused = executor.run(dataclasses.replace(todo, after_start=[]), obs.trainjob)
+    if refused is None:
+        executor.run(reconcile.Actions(after_start=todo.after_start), obs.trainjob)
+        return todo
+    again = reconcile.actions(dataclasses.replace(obs, refused=refused), now)
+    executor.run(again, obs.trainjob)
+    return again

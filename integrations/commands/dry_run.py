@@ -7,7 +7,8 @@ webhook (Pod Security, Kueue's, a policy engine's) and stores nothing. Each refu
 ``error: (dry-run=server): KIND NAMESPACE/NAME: ...`` line (exit 2); a server that cannot be
 reached is one ``error:`` line, exit 1, as the other cluster commands. The namespace must
 exist (the API server refuses a create in a missing one). The pods Argo will create from the
-Workflow are judged offline (``trainweave.pod_rules``), not here: the Workflow is what is sent.
+Workflow are judged offline (``trainweave.pod_rules``), not here: the Workflow is what is sent
+(the controller's start also sends them, ``integrations.cluster.judge``, the same judge).
 """
 
 from __future__ import annotations
@@ -17,44 +18,27 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from trainweave.errors import InputError, InputErrors
+from trainweave.integrations.cluster import judge
 from trainweave.integrations.views import api
 
 Json = dict[str, Any]
 SOURCE = "(dry-run=server)"
-DRY_RUN = (("dryRun", "All"), ("fieldValidation", "Strict"))
-
-
-def request(obj: Json) -> api.Request | None:
-    """The dry-run create of ``obj``, or None for a kind trainweave has no resource for."""
-    kind = api.BY_KIND.get(str(obj.get("kind")))
-    if kind is None or kind.api_version != obj.get("apiVersion"):
-        return None
-    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
-    return api.Request("POST", kind.path(namespace if kind.namespaced else ""), DRY_RUN, obj)
+DRY_RUN = judge.DRY_RUN
+request = judge.request  # the controller's start judges with the same requests (judge.py)
 
 
 def refusals(send: api.Send, manifests: Sequence[Json]) -> list[InputError]:
-    """One error per object the API server refuses; a transport failure (status 0) raises."""
-    errors = []
-    for obj in manifests:
-        meta = obj.get("metadata") or {}
-        namespace = meta.get("namespace")
-        what = f"{obj.get('kind')} {namespace + '/' if namespace else ''}{meta.get('name')}"
-        req = request(obj)
-        if req is None:
-            errors.append(
-                InputError(
-                    what, f"no resource known for apiVersion {obj.get('apiVersion')}", SOURCE
-                )
-            )
-            continue
-        try:
-            send(req)
-        except api.ApiError as err:
-            if err.status == 0:
-                raise
-            errors.append(InputError(what, str(err), SOURCE))
-    return errors
+    """One error per object the API server refuses (every answer but a 2xx, whatever
+    ``judge.verdict`` says of it); a transport failure (status 0) raises."""
+    found = judge.judge(send, manifests)
+    return [
+        InputError(
+            r.what,
+            str(r.error) if r.error else f"no resource known for apiVersion {r.api_version}",
+            SOURCE,
+        )
+        for r in found.answers
+    ]
 
 
 def sender(kubeconfig: str | None) -> api.Send:

@@ -111,9 +111,14 @@ class Request:
     content_type: str = JSON
 
     @property
+    def dry_run(self) -> bool:
+        """A ``dryRun=All`` request: judged by the API server, nothing stored."""
+        return ("dryRun", "All") in self.query
+
+    @property
     def is_write(self) -> bool:
-        """Anything but GET (watches are GETs)."""
-        return self.method != "GET"
+        """Anything but GET (watches are GETs) that is not a dry run (which writes nothing)."""
+        return self.method != "GET" and not self.dry_run
 
     @property
     def url_path(self) -> str:

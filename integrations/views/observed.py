@@ -20,10 +20,25 @@ from trainweave import codecs, labels
 from trainweave.codecs import Stop
 from trainweave.integrations.views.argo_view import FAILED, WorkflowView, view
 from trainweave.integrations.views.bodies import Meta
-from trainweave.labels import StoppedFor
+from trainweave.labels import Reason, StoppedFor
 from trainweave.states import ArgoPhase
 
 Json = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StartRefusal:
+    """A start the executor refused, observed by the reconcile that tried it: the input errors,
+    or the API server's refusals of its dry runs, one line each. ``rollup`` writes it as the one
+    ``Failed`` condition."""
+
+    reason: Reason
+    errors: tuple[str, ...]
+
+    @property
+    def message(self) -> str:
+        """Every error, in order, on one line."""
+        return "; ".join(self.errors)
 
 
 class AttemptState(enum.StrEnum):
@@ -39,13 +54,15 @@ class AttemptState(enum.StrEnum):
 @dataclass(frozen=True)
 class Observed:
     """Everything one reconcile reads: a TrainJob and its children (wire dicts), and each
-    Workflow read once (``views``, in the order of ``workflows``; read here when not given)."""
+    Workflow read once (``views``, in the order of ``workflows``; read here when not given), and
+    a start refused in this reconcile (``refused``, ``executor.Executor.start``)."""
 
     trainjob: Json
     workflows: tuple[Json, ...] = ()
     pods: tuple[Json, ...] = ()
     workloads: tuple[Json, ...] = ()
     views: tuple[WorkflowView, ...] = ()
+    refused: StartRefusal | None = None
 
     def __post_init__(self) -> None:
         if len(self.views) != len(self.workflows):

@@ -9,7 +9,9 @@ job was suspended; the deadline clock starts at creation and restarts at
 ``Suspended=False``; it does not run while suspended; a finished TrainJob
 (Complete or Failed True) is left alone. Conditions keep their order (the
 ``State`` printcolumn shows the last one) and ``lastTransitionTime`` unless
-their status flips.
+their status flips. The one writer of conditions: a start the executor refused
+(``Observed.refused``: input errors, the API server's refusals) is ``Failed``
+here, with every error.
 """
 
 from __future__ import annotations
@@ -148,6 +150,11 @@ def rollup(obs: Observed, now: datetime) -> Status:
         conds = set_condition(
             conds, ConditionType.SUSPENDED, False, Reason.RESUMED, MSG_RESUMED, stamp
         )
+    if obs.refused is not None:  # the start this reconcile tried: nothing was created
+        conds = set_condition(
+            conds, ConditionType.FAILED, True, obs.refused.reason, obs.refused.message, stamp
+        )
+        return Status(conds, jobs)
     due = deadline(tj, conds)
     prog = obs.progress
     if due is not None and now >= due:

@@ -199,7 +199,9 @@ CREATE_WL = "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads"
 def _start(*objects: Json) -> Transport:
     fake = Transport.of(trainjob(), cluster_runtime(), *objects)
     tj = trainjob()
-    Executor(fake, fake_renderer, lambda: NOW, kept_cap_seconds=7200).start(tj, reconcile.Start(0))
+    Executor(fake, fake_renderer, lambda: NOW, kept_cap_seconds=7200, judge_first=False).start(
+        tj, reconcile.Start(0)
+    )
     return fake
 
 
@@ -254,7 +256,7 @@ def test_a_suspended_pipeline_keeps_no_place() -> None:
     obs = Observed(tj, obs.workflows, obs.pods, obs.workloads)
     assert [r.method for r in kept.actions(obs, NOW).requests] == ["DELETE"]
     fake = Transport.of(trainjob(suspend=True), cluster_runtime(), LQ_OBJ, _cq({}))
-    Executor(fake, fake_renderer, lambda: NOW, kept_cap_seconds=7200).start(
+    Executor(fake, fake_renderer, lambda: NOW, kept_cap_seconds=7200, judge_first=False).start(
         trainjob(suspend=True), reconcile.Start(0, suspend=True)
     )
     assert not [r for r in fake.sent if r.path == CREATE_WL]

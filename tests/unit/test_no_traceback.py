@@ -27,7 +27,7 @@ from tests.unit.cluster_objects import snapshot_map
 from tests.unit.fakeapi import FakeApi, Transport
 from tests.unit.fakeapi.errors import Failure
 from trainweave.cli import main
-from trainweave.integrations.cluster.executor import Executor, adapters_renderer
+from trainweave.integrations.cluster.executor import Executor, adapters_renderer, run_once
 from trainweave.integrations.views import reconcile
 from trainweave.integrations.views.bodies import TrainJobBody
 from trainweave.integrations.views.observed import Observed
@@ -276,7 +276,7 @@ def test_controller_on_mutated_inputs(
     plan = reconcile.actions(Observed(tj), NOW)
     fake = cluster_of(tj, rt, snapshot)
     seeded = {o["metadata"]["uid"] for o in fake.server.everything()}
-    Executor(fake, adapters_renderer(), lambda: NOW).run(plan, tj)
+    run_once(Executor(fake, adapters_renderer(), lambda: NOW), Observed(tj), NOW)
     if plan.start is None:
         return  # another controller's TrainJob (spec.managedBy), or finished
     statuses = [r.body for r in fake.sent if r.path.endswith("/status") and r.body]

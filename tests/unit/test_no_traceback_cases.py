@@ -14,8 +14,7 @@ from tests.mutations import CASES, dump
 from tests.unit.cluster_objects import snapshot_map
 from tests.unit.fakeapi import Transport
 from tests.unit.test_no_traceback import NOW, run_cli
-from trainweave.integrations.cluster.executor import Executor, adapters_renderer
-from trainweave.integrations.views import reconcile
+from trainweave.integrations.cluster.executor import Executor, adapters_renderer, run_once
 from trainweave.integrations.views.observed import Observed
 
 Json = dict[str, Any]
@@ -227,9 +226,8 @@ def test_controller_deadline_of_any_value(deadline: object, created: bool) -> No
     tj = copy.deepcopy(TORCH.trainjob)
     tj["spec"]["activeDeadlineSeconds"] = deadline
     tj["metadata"].update(uid="tj-uid", creationTimestamp="2026-11-01T10:00:00Z")
-    plan = reconcile.actions(Observed(tj), NOW)
     fake = served(tj, TORCH.runtime)
-    Executor(fake, adapters_renderer(), lambda: NOW).run(plan, tj)
+    run_once(Executor(fake, adapters_renderer(), lambda: NOW), Observed(tj), NOW)
     kinds = {str((r.body or {}).get("kind")) for r in fake.sent if r.method == "POST"}
     assert ("Workflow" in kinds) == created
     if not created:
@@ -257,7 +255,7 @@ def test_an_edited_snapshot_configmap_fails_the_trainjob(text: str, message: str
     fake = served(
         tj, TORCH.runtime, snapshot_map(text, "tj-uid", "mnist", tj["metadata"]["namespace"])
     )
-    Executor(fake, adapters_renderer(), lambda: NOW).run(reconcile.actions(Observed(tj), NOW), tj)
+    run_once(Executor(fake, adapters_renderer(), lambda: NOW), Observed(tj), NOW)
     status = next(r.body for r in fake.sent if r.path.endswith("/status"))
     assert status is not None
     cond = status["status"]["conditions"][-1]
@@ -277,7 +275,7 @@ def test_a_runtime_of_a_long_kind_is_named_by_its_field() -> None:
     tj["metadata"].update(uid="tj-uid", creationTimestamp="2026-11-01T10:00:00Z")
     text = dump([{**TORCH.runtime, "kind": "a" * 5000}])
     fake = Transport.of(tj, snapshot_map(text, "tj-uid", "mnist", tj["metadata"]["namespace"]))
-    Executor(fake, adapters_renderer(), lambda: NOW).run(reconcile.actions(Observed(tj), NOW), tj)
+    run_once(Executor(fake, adapters_renderer(), lambda: NOW), Observed(tj), NOW)
     status = next(r.body for r in fake.sent if r.path.endswith("/status"))
     assert status is not None
     cond = status["status"]["conditions"][-1]

@@ -80,7 +80,7 @@ def test_a_runtime_without_a_policy_carries_no_part() -> None:
     rt = parse_runtime(make_runtime(ml_policy={"numNodes": 1, "torch": {}}).build())
     pipeline = trainer.to_pipeline(parse_trainjob(make_trainjob()), rt)
     assert pipeline.policy is None
-    assert [o["kind"] for o in render.objects_of(pipeline)] == ["Workflow", "Service", "ConfigMap"]
+    assert [o["kind"] for o in render.objects_of(pipeline)] == ["Service", "ConfigMap", "Workflow"]
 
 
 def test_the_context_is_frozen() -> None:

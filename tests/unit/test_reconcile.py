@@ -23,7 +23,7 @@ from tests.unit.cluster_objects import (
 from tests.unit.fakeapi import Transport
 from trainweave.adapters import render
 from trainweave.inputs import parse_runtime, parse_trainjob
-from trainweave.integrations.cluster.executor import Executor
+from trainweave.integrations.cluster.executor import Executor, run_once
 from trainweave.integrations.views import api, reconcile
 from trainweave.integrations.views.observed import Observed
 
@@ -67,9 +67,10 @@ def steady_state() -> Observed:
 
 
 def run(obs: Observed, fake: Transport) -> reconcile.Actions:
-    plan = reconcile.actions(obs, NOW)
-    Executor(fake, fake_renderer, lambda: NOW).run(plan, obs.trainjob)
-    return plan
+    """One reconcile carried out (``executor.run_once``: a refused start observed, then
+    ``rollup`` writes its ``Failed``). The creates alone: the dry runs that judge a start
+    first are tests/unit/test_judged_first.py's."""
+    return run_once(Executor(fake, fake_renderer, lambda: NOW, judge_first=False), obs, NOW)
 
 
 def with_trainjob(obs: Observed, *objs: Json) -> Transport:
@@ -194,7 +195,7 @@ def test_a_first_start_cut_short_renders_from_the_snapshot_it_left() -> None:
     left = '{"kind":"ClusterTrainingRuntime","metadata":{"name":"rt","generation":1}}'
     fake = with_trainjob(Observed(trainjob()), cluster_runtime(), snapshot_map(left))
     plan = reconcile.actions(Observed(trainjob()), NOW)
-    Executor(fake, renderer, lambda: NOW).run(plan, trainjob())
+    Executor(fake, renderer, lambda: NOW, judge_first=False).run(plan, trainjob())
     assert given == [fake.server.find("ClusterTrainingRuntime", "", "rt"), json.loads(left)]
     cm_posts = [r for r in fake.sent if r.method == "POST" and r.path.endswith("/configmaps")]
     assert len(cm_posts) == 1
@@ -281,7 +282,9 @@ def test_existing_secret_is_taken_as_its_own_without_reading_it() -> None:
 
     obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}))
     fake = with_trainjob(obs, cluster_runtime(), secret)
-    Executor(fake, renderer, lambda: NOW).run(reconcile.actions(obs, NOW), obs.trainjob)
+    Executor(fake, renderer, lambda: NOW, judge_first=False).run(
+        reconcile.actions(obs, NOW), obs.trainjob
+    )
     assert [r.path for r in fake.sent if "/secrets" in r.path] == ["/api/v1/namespaces/ns/secrets"]
     assert any(r.method == "POST" and r.path.endswith("/workflows") for r in fake.sent)
 

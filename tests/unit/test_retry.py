@@ -77,7 +77,8 @@ def test_daemon_pods_have_no_retry_strategy() -> None:
 
     from tests.unit.examples import EXAMPLES
 
-    wf = next(yaml.safe_load_all((EXAMPLES / "mpi" / "rendered.yaml").read_text()))
+    docs = yaml.safe_load_all((EXAMPLES / "mpi" / "rendered.yaml").read_text())
+    wf = next(d for d in docs if d["kind"] == "Workflow")
     daemons = [t for t in wf["spec"]["templates"] if t.get("daemon")]
     assert [t["name"] for t in daemons] == ["node"]
     assert all("retryStrategy" not in t for t in daemons)

@@ -24,8 +24,7 @@ from trainweave.adapters.trainjob.trainer import to_pipeline
 from trainweave.cli import main
 from trainweave.errors import InputError, InputErrors
 from trainweave.inputs import parse_runtime, parse_trainjob
-from trainweave.integrations.cluster.executor import Executor
-from trainweave.integrations.views import reconcile
+from trainweave.integrations.cluster.executor import Executor, run_once
 from trainweave.integrations.views.observed import Observed
 from trainweave.labels import Reason
 
@@ -109,7 +108,7 @@ def test_the_controller_fails_the_trainjob_naming_the_field() -> None:
     def renderer(trainjob: Json, runtime: Json, options: render.Options) -> list[Json]:
         return render.render(parse_trainjob(trainjob), parse_runtime(runtime), options)
 
-    Executor(fake, renderer, lambda: NOW).run(reconcile.actions(obs, NOW), obs.trainjob)
+    run_once(Executor(fake, renderer, lambda: NOW), obs, NOW)
     status = next(r.body for r in fake.write_requests if r.path.endswith("/status"))
     assert status is not None
     (cond,) = [c for c in status["status"]["conditions"] if c["type"] == "Failed"]
