@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 
 from tests.e2e import durations
 
 
-def _report(nodeid: str, when: str, seconds: float) -> pytest.TestReport:
+def _report(
+    nodeid: str, when: Literal["setup", "call", "teardown"], seconds: float
+) -> pytest.TestReport:
     return pytest.TestReport(nodeid, ("f", 1, "t"), {}, "passed", None, when, [], seconds)
 
 
