@@ -55,7 +55,8 @@ def lines(tests: dict[str, float], wall: float, workers: int) -> list[str]:
 def summary(reporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     """Print ``lines`` for the run (the xdist controller sees every worker's reports)."""
     reports = [r for rs in reporter.stats.values() for r in rs]
-    tests = per_test(reports)
+    # this conftest is loaded by every run over tests/: print only for the e2e tier
+    tests = {k: v for k, v in per_test(reports).items() if k.startswith("tests/e2e/")}
     if not tests:
         return
     workers = int(getattr(config.option, "numprocesses", 0) or 0) or 1
