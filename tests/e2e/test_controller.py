@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from tests.oracle import harness
 
@@ -233,14 +234,19 @@ def test_foreground_deleted_trainjob_stops_its_workflow_before_the_cascade(
 def _release(kube: Kube, namespace: str, pod: Pod) -> bool:
     """Take HOLD off ``pod``: a JSON patch that removes it where it was read, on condition that it
     is still there (``test``), so no finalizer Kueue took off meanwhile comes back (a deleting
-    pod refuses new finalizers). A failed ``test`` is an ApiException: ``wait_until`` reads
-    again."""
+    pod refuses new finalizers). A failed ``test`` is a 422 (the list changed under us): False,
+    and ``wait_until`` reads again."""
     got: Pod = kube.core.read_namespaced_pod(pod.metadata.name, namespace)
     finalizers = list(got.metadata.finalizers or [])
     if HOLD in finalizers:
         path = f"/metadata/finalizers/{finalizers.index(HOLD)}"
         patch = [{"op": "test", "path": path, "value": HOLD}, {"op": "remove", "path": path}]
-        kube.core.patch_namespaced_pod(pod.metadata.name, namespace, patch)
+        try:
+            kube.core.patch_namespaced_pod(pod.metadata.name, namespace, patch)
+        except ApiException as e:
+            if e.status != 422:
+                raise
+            return False
     return True
 
 
