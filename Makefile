@@ -18,12 +18,12 @@ example: venv
 	$(VENV)/bin/trainweave render examples/llm-finetune/trainjob.yaml \
 	  --runtime examples/llm-finetune/runtime.yaml
 
-## Everything CI runs, fastest first so a lint, type or unit failure shows in about a minute, before
+## Everything CI runs, fastest first so a lint, type or unit failure shows first, before
 ## any Go build: lint, types, the unit tier without Go, then the schema tests (build the static oracle),
 ## promtool, argo lint (builds the engines) and the e2e tier on a real control plane.
 test: check schema promtool argo-lint e2e
 
-## The development loop without Go or engines: lint, types and the unit tier (about a minute).
+## The development loop without Go or engines: lint, types and the unit tier.
 check: lint typecheck unit-fast
 
 ## Prometheus rules: promtool check rules + test rules (hack/promtool.sh finds promtool on PATH or
