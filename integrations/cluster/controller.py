@@ -1,8 +1,10 @@
 """The ``trainweave controller`` process: caches, queue, workers, leader election.
 
-Watches TrainJobs and the Workflows and Pods labelled ``trainweave.io/trainjob``
-plus all Kueue Workloads (a Workload is mapped to its TrainJob through the
-pod-group names in the Workflows' pod templates). Any change enqueues the
+Watches what ``WATCHES`` lists, one informer per kind: TrainJobs, the Workflows and Pods
+labelled ``trainweave.io/trainjob`` and all Kueue Workloads (a Workload is mapped to its
+TrainJob through the pod-group names in the Workflows' pod templates). The controller starts,
+awaits, and checks the freshness of exactly the informers of that table, and a write's answer
+goes into the informer of the request's kind (``api.Request.kind``). Any change enqueues the
 TrainJob's key; a worker reads the caches into ``observed.Observed``, asks
 ``reconcile.actions`` what to do and lets ``executor.Executor`` do it. Objects the
 API returns from our own writes go straight into the caches, so the next
@@ -24,8 +26,8 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,7 +36,7 @@ from trainweave.integrations.cluster.events import EventSender, is_event
 from trainweave.integrations.cluster.executor import Executor, Renderer
 from trainweave.integrations.cluster.health import Health
 from trainweave.integrations.cluster.informer import STALE_AFTER, Informer, Key, WorkQueue, key_of
-from trainweave.integrations.cluster.metrics import Metrics, resource_of
+from trainweave.integrations.cluster.metrics import Metrics
 from trainweave.integrations.views import api, reconcile, slim
 from trainweave.integrations.views.argo_view import TERMINAL, WorkflowView, templates, view
 from trainweave.integrations.views.bodies import Meta, WorkflowBody
@@ -74,7 +76,29 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _tj_index(obj: Json) -> list[str]:
+Index = Callable[[Json], list[str]]
+
+
+@dataclass(frozen=True)
+class Watch:
+    """One watched kind, as its informer lists, keeps and indexes it (a row of ``WATCHES``).
+
+    ``on_change(controller, obj)``: what a change of ``obj`` enqueues
+    (``Controller.enqueue_child``: the TrainJob its ``trainweave.io/trainjob`` label names).
+    ``selector``: a label selector (the controller's own children carry
+    ``trainweave.io/trainjob``). ``indexes``: secondary indexes, read by ``Controller.observe``
+    and the ``on_change`` mappings (``tj_index``: the TrainJob of the label)."""
+
+    kind: api.Kind
+    slim: Callable[[Json], Json]
+    on_change: Callable[[Controller, Json], None]
+    selector: str = ""
+    indexes: Mapping[str, Index] = field(default_factory=dict)
+
+
+def tj_index(obj: Json) -> list[str]:
+    """``<namespace>/<trainjob>`` of a child's ``trainweave.io/trainjob`` label (the ``tj``
+    index of ``WATCHES``)."""
     meta = Meta.of(obj)
     tj = meta.label(labels.TRAINJOB)
     return [f"{meta.namespace}/{tj}"] if tj else []
@@ -98,10 +122,12 @@ class Controller:
         now: Callable[[], datetime] = utcnow,
         async_events: bool = False,
         may_write: Callable[[], bool] = lambda: True,
+        watches: tuple[Watch, ...] | None = None,
     ) -> None:
         """``async_events``: Events go out from their own thread (``events.EventSender``);
         else each is sent before the reconcile goes on. ``may_write``: whether this replica
-        still leads (``leader.LeaderElector.leading``); no write goes out once it is false."""
+        still leads (``leader.LeaderElector.leading``); no write goes out once it is false.
+        ``watches``: the kinds watched, ``WATCHES`` (a test may pass it with one more)."""
         self.config, self.metrics, self.now = config, metrics, now
         self.may_write = may_write
         self.queue = WorkQueue(settle=config.settle)
@@ -111,59 +137,35 @@ class Controller:
         self.health = Health()
         if self.events is not None:
             self.health.watch(self.events.thread)
-        ns, sel = config.namespace, labels.TRAINJOB
-        self.trainjobs = Informer(
-            send,
-            stream,
-            api.TRAINJOB,
-            namespace=ns,
-            on_change=self._enq,
-            transform=slim.trainjob,
-            on_error=self._object_error,
-        )
-        self.workflows = Informer(
-            send,
-            stream,
-            api.WORKFLOW,
-            namespace=ns,
-            selector=sel,
-            on_change=self._enq_wf,
-            indexes={"tj": _tj_index, "group": _group_index},
-            transform=slim.workflow,
-            on_error=self._object_error,
-        )
-        self.pods = Informer(
-            send,
-            stream,
-            api.POD,
-            namespace=ns,
-            selector=sel,
-            on_change=self._enq_child,
-            indexes={"tj": _tj_index},
-            transform=slim.pod,
-            on_error=self._object_error,
-        )
-        self.workloads = Informer(
-            send,
-            stream,
-            api.WORKLOAD,
-            namespace=ns,
-            on_change=self._enq_wl,
-            transform=slim.workload,
-            on_error=self._object_error,
-        )
-        self.caches = {
-            "trainjobs": self.trainjobs,
-            "workflows": self.workflows,
-            "pods": self.pods,
-            "workloads": self.workloads,
-        }
-        for inf in self.caches.values():
+        table = WATCHES if watches is None else watches
+        self.informers = {w.kind.kind: self._informer(send, stream, w) for w in table}
+        if len(self.informers) != len(table):
+            raise ValueError("a kind is watched twice")
+        self.trainjobs = self.informers[api.TRAINJOB.kind]
+        self.workflows = self.informers[api.WORKFLOW.kind]
+        self.pods = self.informers[api.POD.kind]
+        self.workloads = self.informers[api.WORKLOAD.kind]
+        for inf in self.informers.values():
             metrics.informer_stale.labels(inf.kind.kind).set_function(_stale_of(inf))
             metrics.object_errors.labels(inf.kind.kind)  # each series from 0: increase() sees 1
         self.executor = Executor(self.send, renderer, now, config.kept_position_cap)
         self.stopped = threading.Event()
         self.views: dict[str, tuple[str, WorkflowView]] = {}  # uid -> (resourceVersion, view)
+
+    def _informer(
+        self, send: api.Send, stream: Callable[[api.Request], Iterator[Json]], w: Watch
+    ) -> Informer:
+        return Informer(
+            send,
+            stream,
+            w.kind,
+            namespace=self.config.namespace,
+            selector=w.selector,
+            on_change=lambda obj: w.on_change(self, obj),
+            indexes=dict(w.indexes),
+            transform=w.slim,
+            on_error=self._object_error,
+        )
 
     # --- event mapping ------------------------------------------------------------
     def _enq(self, obj: Json) -> None:
@@ -181,17 +183,18 @@ class Controller:
             err = ValueError("status.compressedNodes is not base64(gzip(JSON))")
             self._object_error(obj, err, "kept with its nodes unknown")
         finished = WorkflowBody.of(obj).phase in TERMINAL
-        self._enq_child(obj, FINISHED if finished else CHANGED)
+        self.enqueue_child(obj, FINISHED if finished else CHANGED)
 
-    def _enq_child(self, obj: Json, lane: int = CHANGED) -> None:
-        for value in _tj_index(obj):
+    def enqueue_child(self, obj: Json, lane: int = CHANGED) -> None:
+        """A child changed: the TrainJob its ``trainweave.io/trainjob`` label names."""
+        for value in tj_index(obj):
             ns, name = value.split("/", 1)
             self.queue.add((ns, name), lane)
 
     def _enq_wl(self, obj: Json) -> None:
         ns, name = key_of(obj)
         for wf in self.workflows.by_index("group", f"{ns}/{name}"):
-            self._enq_child(wf)
+            self.enqueue_child(wf)
 
     def _object_error(self, obj: Json, err: Exception, what: str = "skipped") -> None:
         """One object could not be read (``Informer.on_error``): logged with its kind and key,
@@ -212,7 +215,7 @@ class Controller:
             keys = [(ns, name)]
         elif obj.get("kind") == api.WORKLOAD.kind:
             wfs = self.workflows.by_index("group", f"{ns}/{name}")
-            keys = [tuple(v.split("/", 1)) for wf in wfs for v in _tj_index(wf)]  # type: ignore[misc]
+            keys = [tuple(v.split("/", 1)) for wf in wfs for v in tj_index(wf)]  # type: ignore[misc]
         else:
             labelled = Meta.of(obj).label(labels.TRAINJOB)
             keys = [(ns, labelled)] if labelled else []
@@ -234,8 +237,8 @@ class Controller:
         if self.events is not None and is_event(req):
             return self.events.put(req)
         obj = self.raw_send(req)
-        if req.is_write and obj.get("metadata"):
-            cache = self.caches.get(resource_of(req.path))
+        if req.is_write and req.kind is not None and obj.get("metadata"):
+            cache = self.informers.get(req.kind.kind)
             if cache is not None and obj.get("kind") != "Status":
                 old = cache.get(*key_of(obj))
                 if old is None or _rv(obj) >= _rv(old):
@@ -279,7 +282,7 @@ class Controller:
             pods = self.pods.by_index("tj", f"{key[0]}/{key[1]}")
             wls = [w for p in pods if (w := self.workloads.get(key[0], group_of(p)))]
             for req in reconcile.orphan_releases(key[0], pods, wls):
-                self.executor._send(req)
+                self.executor.send(req)
             self.metrics.set_state(f"{key[0]}/{key[1]}", None)
             self.metrics.set_steps(f"{key[0]}/{key[1]}")
             return
@@ -338,10 +341,11 @@ class Controller:
         self._note(tj, EventReason.RESOURCES_CREATION_FAILED, message)
 
     def start(self) -> None:
-        """Start the informers and workers; returns once the caches are synced."""
-        for inf in (self.workloads, self.pods, self.workflows, self.trainjobs):
+        """Start the informers (in ``WATCHES`` order: the children before the TrainJobs) and,
+        once every one of them has synced, the workers."""
+        for inf in self.informers.values():
             self.health.watch(inf.start())
-        for inf in self.caches.values():
+        for inf in self.informers.values():
             while not inf.synced.wait(1.0):
                 if self.stopped.is_set():
                     return
@@ -355,7 +359,7 @@ class Controller:
         """Stop watching and close the queue."""
         self.health.stopping.set()
         self.stopped.set()
-        for inf in self.caches.values():
+        for inf in self.informers.values():
             inf.stopped.set()
         self.queue.close()
         if self.events is not None:
@@ -370,7 +374,7 @@ class Controller:
         """What ``/readyz`` names: an informer not synced yet, or one without a LIST or watch
         event for more than ``informer.STALE_AFTER`` seconds."""
         out = []
-        for inf in self.caches.values():
+        for inf in self.informers.values():
             if not inf.synced.is_set():
                 out.append(f"informer {inf.kind.plural}: not synced")
             elif (stale := inf.stale_for) > STALE_AFTER:
@@ -387,3 +391,19 @@ def _rv(obj: Json) -> int:
         return int(Meta.of(obj).resource_version or 0)
     except ValueError:
         return 0
+
+
+# The watched kinds, one informer each (``Controller.informers``, by kind), in the order their informers start: the children first, so a
+# TrainJob's first reconcile finds them (its workers start only once all have synced anyway).
+WATCHES: tuple[Watch, ...] = (
+    Watch(api.WORKLOAD, slim.workload, Controller._enq_wl),
+    Watch(api.POD, slim.pod, Controller.enqueue_child, labels.TRAINJOB, {"tj": tj_index}),
+    Watch(
+        api.WORKFLOW,
+        slim.workflow,
+        Controller._enq_wf,
+        labels.TRAINJOB,
+        {"tj": tj_index, "group": _group_index},
+    ),
+    Watch(api.TRAINJOB, slim.trainjob, Controller._enq),
+)

@@ -107,7 +107,7 @@ class Executor:
         that long (``adapters.kueue.kept``); None: off. ``judge_first``: every start is
         judged by the API server first (``judge``); ``argo_executor``: the workflow-controller's
         executor settings the predicted step pods get (Argo's defaults when None)."""
-        self.send = send
+        self.raw_send = send  # the edge; the tolerant ``send`` below is what everything uses
         self.renderer = renderer
         self.now = now
         self.kept_cap_seconds = kept_cap_seconds
@@ -118,15 +118,18 @@ class Executor:
         """Send everything in order; 404 on delete and status of a gone object is fine. A
         start that was refused is returned (``start``), for the reconcile to observe."""
         for req in todo.requests:
-            self._send(req)
+            self.send(req)
         refused = self.start(trainjob, todo.start) if todo.start is not None else None
         for req in todo.after_start:
-            self._send(req)
+            self.send(req)
         return refused
 
-    def _send(self, req: api.Request) -> Json:
+    def send(self, req: api.Request) -> Json:
+        """Send one request of a reconcile's actions; what it was meant to undo being gone
+        already is fine: 404 on a DELETE or PATCH, 409 on a DELETE with a uid precondition (a
+        newer incarnation, not ours) answer ``{}``. Any other ``ApiError`` propagates."""
         try:
-            return self.send(req)
+            return self.raw_send(req)
         except api.ApiError as err:
             if err.not_found and req.method in ("DELETE", "PATCH"):
                 return {}

@@ -57,7 +57,8 @@ def request(obj: Json) -> api.Request | None:
     if kind is None or kind.api_version != obj.get("apiVersion"):
         return None
     namespace = str((obj.get("metadata") or {}).get("namespace") or "")
-    return api.Request("POST", kind.path(namespace if kind.namespaced else ""), DRY_RUN, obj)
+    path = kind.path(namespace if kind.namespaced else "")
+    return api.Request("POST", path, DRY_RUN, obj, kind=kind)
 
 
 def verdict(err: api.ApiError) -> Verdict:

@@ -146,6 +146,7 @@ def status_apply(namespace: str, name: str, trainer_status: Json) -> api.Request
         (("fieldManager", ts.FIELD_MANAGER), ("force", "true")),
         ts.apply_body(namespace, name, trainer_status),
         APPLY_PATCH,
+        api.TRAINJOB,
     )
 
 

@@ -102,13 +102,16 @@ BY_KIND = {
 
 @dataclass(frozen=True)
 class Request:
-    """One HTTP request to the API server."""
+    """One HTTP request to the API server. ``kind``: the resource it is about, set by every
+    builder below (the controller's write-through finds the cache of what a write returns by
+    it); None only for a request built by hand on a path no ``Kind`` names (a TokenReview)."""
 
     method: str
     path: str
     query: tuple[tuple[str, str], ...] = ()
     body: Json | None = None
     content_type: str = JSON
+    kind: Kind | None = None
 
     @property
     def dry_run(self) -> bool:
@@ -158,14 +161,14 @@ Send = Callable[[Request], Json]
 
 def get(kind: Kind, namespace: str, name: str) -> Request:
     """GET one object."""
-    return Request("GET", kind.path(namespace, name))
+    return Request("GET", kind.path(namespace, name), kind=kind)
 
 
 def list_(kind: Kind, namespace: str = "", selector: str = "", **params: str) -> Request:
     """LIST a collection (all namespaces when ``namespace`` is empty)."""
     query = [("labelSelector", selector)] if selector else []
     query += sorted(params.items())
-    return Request("GET", kind.path(namespace), tuple(query))
+    return Request("GET", kind.path(namespace), tuple(query), kind=kind)
 
 
 def watch(kind: Kind, namespace: str, selector: str, resource_version: str) -> Request:
@@ -178,22 +181,23 @@ def watch(kind: Kind, namespace: str, selector: str, resource_version: str) -> R
     ]
     if selector:
         query.insert(0, ("labelSelector", selector))
-    return Request("GET", kind.path(namespace), tuple(query))
+    return Request("GET", kind.path(namespace), tuple(query), kind=kind)
 
 
 def create(kind: Kind, namespace: str, body: Json) -> Request:
     """POST a new object."""
-    return Request("POST", kind.path(namespace), body=body)
+    return Request("POST", kind.path(namespace), body=body, kind=kind)
 
 
 def update(kind: Kind, namespace: str, name: str, body: Json) -> Request:
     """PUT (optimistic concurrency through ``metadata.resourceVersion``)."""
-    return Request("PUT", kind.path(namespace, name), body=body)
+    return Request("PUT", kind.path(namespace, name), body=body, kind=kind)
 
 
 def merge_patch(kind: Kind, namespace: str, name: str, patch: Json, sub: str = "") -> Request:
     """A JSON merge patch (RFC 7386) of an object or its ``status``."""
-    return Request("PATCH", kind.path(namespace, name, sub), body=patch, content_type=MERGE_PATCH)
+    path = kind.path(namespace, name, sub)
+    return Request("PATCH", path, body=patch, content_type=MERGE_PATCH, kind=kind)
 
 
 def delete(kind: Kind, namespace: str, name: str, uid: str = "") -> Request:
@@ -201,4 +205,4 @@ def delete(kind: Kind, namespace: str, name: str, uid: str = "") -> Request:
     body: Json = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
     if uid:
         body["preconditions"] = {"uid": uid}
-    return Request("DELETE", kind.path(namespace, name), body=body)
+    return Request("DELETE", kind.path(namespace, name), body=body, kind=kind)

@@ -10,15 +10,14 @@ this file's own imports), and nothing in ``trainer.py``, ``render.py``, ``argo/o
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
 from tests.builders import make_runtime, make_trainjob
+from tests.unit import extending
 from trainweave.adapters import k8s_objects, names, render
 from trainweave.adapters.trainjob import policies, trainer, validate, wirelists
 from trainweave.adapters.trainjob.policies.base import Context, Policy, reserved_env_errors
@@ -30,7 +29,6 @@ from trainweave.model import Pipeline
 from trainweave.sshkeys import KeyPair
 
 Json = dict[str, Any]
-ROOT = Path(__file__).resolve().parents[2]
 RESERVED = ("FLUX_NODES", "FLUX_RANK")
 
 
@@ -123,35 +121,11 @@ def test_the_toy_policy_validates_and_the_shipped_registry_still_refuses_flux() 
     assert [e.path for e in refused.value.errors] == ["spec.mlPolicy.flux"]
 
 
-def _section(title: str) -> str:
-    text = (ROOT / "docs/extending.md").read_text()
-    return text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
-
-
 def test_the_toy_touches_only_the_places_the_page_lists() -> None:
     """Every trainweave module this file imports is one the page's checklist names (by path or
     dotted name), and the page says which files a policy does not touch."""
-    section = _section("Add an mlPolicy")
-    tree = ast.parse(Path(__file__).read_text())
-    imported = set()
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("trainweave"):
-            for alias in node.names:
-                imported.add(f"{node.module}.{alias.name}")
-    folders = {"trainweave.adapters": "adapters", "trainweave": "trainweave"}
-    missing = []
-    for name in sorted(imported):
-        parts = name.split(".")
-        candidates = []
-        for i in range(len(parts), 1, -1):
-            dotted = ".".join(parts[:i])
-            for prefix, folder in folders.items():
-                if dotted.startswith(prefix + "."):
-                    rest = dotted[len(prefix) + 1 :].replace(".", "/")
-                    candidates += [f"{folder}/{rest}.py", f"{folder}/{rest}/"]
-                    break
-        if not any(f"`{c}" in section for c in candidates):
-            missing.append(name)
+    section = extending.section("Add an mlPolicy")
+    missing = extending.unlisted(__file__, "Add an mlPolicy")
     assert missing == [], "imported by the toy policy but not on docs/extending.md's checklist"
     untouched = re.search(r"^Not touched: (.*?)\n\n", section, re.S | re.M)
     assert untouched is not None

@@ -99,8 +99,8 @@ def runtime(draw: st.DrawFn) -> Json:
     return out
 
 
-CACHES = {"Workflow": "workflows", "CompressedWorkflow": "workflows", "Pod": "pods",
-          "Workload": "workloads", "TrainJob": "trainjobs"}  # fmt: skip
+CACHES = {"Workflow": "Workflow", "CompressedWorkflow": "Workflow", "Pod": "Pod",
+          "Workload": "Workload", "TrainJob": "TrainJob"}  # fmt: skip
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -119,7 +119,7 @@ def test_hostile_objects_never_raise_and_a_good_trainjob_still_reconciles(
     assert stored is not None
     ctl.trainjobs.put(stored)
     for kind, obj, etype in objects:
-        cache = ctl.caches[CACHES[kind]]
+        cache = ctl.informers[CACHES[kind]]
         cache.handle({"type": etype, "object": obj})  # the watch path
         if etype != "DELETED":
             cache.put(json.loads(json.dumps(obj)))  # the write-through path

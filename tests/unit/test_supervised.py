@@ -158,7 +158,7 @@ def test_an_informer_without_a_list_or_event_for_the_bound_is_not_ready() -> Non
     server = ApiServer(trainjob())
     ctl = controller(server)
     clock = Clock()
-    for inf in ctl.caches.values():
+    for inf in ctl.informers.values():
         inf.clock, inf.last_success = clock, clock.t
         inf.synced.set()
     assert ctl.not_ready() == []

@@ -20,7 +20,7 @@ import yaml
 from tests.unit.fakeapi.http import Served
 from tests.unit.fakeapi.server import FakeApi
 from tests.unit.fakeapi.transport import Transport
-from trainweave.integrations.cluster.controller import Config, Controller
+from trainweave.integrations.cluster.controller import Config, Controller, Watch
 from trainweave.integrations.cluster.executor import adapters_renderer
 from trainweave.integrations.cluster.leader import LeaderElector
 from trainweave.integrations.cluster.metrics import Metrics
@@ -29,7 +29,6 @@ from trainweave.integrations.views import api
 Json = dict[str, Any]
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[3]
-WATCHES = 4  # TrainJobs, Workflows, Pods, Workloads
 
 
 def example(
@@ -89,7 +88,9 @@ class Running:
         served: Served | None = None,
         crash_after_writes: int | None = None,
         identity: str = "a",
+        watches: tuple[Watch, ...] | None = None,
     ) -> None:
+        """``watches``: the controller's table of watched kinds (``controller.WATCHES``)."""
         self.fake = fake
         self.transport = Transport(fake, crash_after_writes)
         send: api.Send = self.transport
@@ -106,7 +107,13 @@ class Running:
             send, self.config.lease_namespace, self.config.lease_name, identity
         )
         self.ctl = Controller(
-            send, stream, adapters_renderer(), self.config, Metrics(), async_events=True
+            send,
+            stream,
+            adapters_renderer(),
+            self.config,
+            Metrics(),
+            async_events=True,
+            watches=watches,
         )
 
     def start(self) -> Running:
@@ -135,10 +142,11 @@ class Running:
         nothing written meanwhile (in-process transports only)."""
         rv = self.fake.store.rv
         t = self.transport
+        watches = len(self.ctl.informers)  # one watch each
         return (
-            t.quiet(WATCHES)
+            t.quiet(watches)
             and self._queue_idle()
-            and t.quiet(WATCHES)
+            and t.quiet(watches)
             and self.fake.store.rv == rv
         )
 
