@@ -132,6 +132,15 @@ def wait_condition(kube: Kube, ns: str, ctype: str, timeout: float = 180, name: 
     return wait_until(f"TrainJob {name} {ctype}", ok, timeout=timeout)
 
 
+def workload_done(kube: Kube, ns: str, name: str) -> bool:
+    """The Workload holds no quota any more: gone, or Finished."""
+    wl = kube.workload(ns, name)
+    if wl is None:
+        return True
+    c = condition(wl, "Finished")
+    return bool(c and c.get("status") == "True")
+
+
 def workflows(kube: Kube, ns: str) -> list[Json]:
     return kube.list(ARGO, "workflows", ns)
 

@@ -24,7 +24,7 @@ from tests.oracle import harness
 
 from .controller_proc import ControllerProc
 from .kube import KUEUE, Kube, Pod, condition, default_kubeconfig, wait_until
-from .pipelines import TRAINER, apply, example, wait_condition, workflows
+from .pipelines import TRAINER, apply, example, wait_condition, workflows, workload_done
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,15 +103,7 @@ def test_failjob_on_a_second_container_fails_the_step_at_once(
     ]
     assert [n["message"].split(":")[0] for n in uploader][:1] == ["uploader"], uploader
     # the stopped step's pod group no longer holds quota
-    wait_until("trainer Workload released", lambda: _workload_done(kube, namespace, "ft-node-a0"))
-
-
-def _workload_done(kube: Kube, ns: str, name: str) -> bool:
-    wl = kube.workload(ns, name)
-    if wl is None:
-        return True
-    c = condition(wl, "Finished")
-    return bool(c and c.get("status") == "True")
+    wait_until("trainer Workload released", lambda: workload_done(kube, namespace, "ft-node-a0"))
 
 
 def test_suspend_then_resume_continues_from_interrupted_step(

@@ -45,7 +45,7 @@ from .kube import (
     load_manifest,
     wait_until,
 )
-from .pipelines import RJOBS, apply, example, for_upstream, trainjob, workflows
+from .pipelines import RJOBS, apply, example, for_upstream, trainjob, workflows, workload_done
 
 # as in test_admission.py: the script checked as a file, not followed from here
 admission: Any = importlib.import_module("benchmarks.admission")
@@ -254,14 +254,6 @@ def _jobs(tj: Json) -> dict[str, Json]:
     return {j["name"]: j for j in tj["status"]["jobsStatus"]}
 
 
-def _workload_done(kube: Kube, ns: str, name: str) -> bool:
-    wl = kube.workload(ns, name)
-    if wl is None:
-        return True
-    c = condition(wl, "Finished")
-    return bool(c and c.get("status") == "True")
-
-
 def _success(kube: Kube, run: Ours) -> None:
     tj, ns = run.trainjob, run.namespace
     assert _cond(tj, "Complete")["reason"] == "AllJobsCompleted"
@@ -294,7 +286,7 @@ def _permanent(kube: Kube, run: Ours) -> None:
     assert (jobs["node"]["failed"], jobs["node"]["succeeded"]) == (1, 0)
     # Argo gave up: the trainer's pod group no longer holds GPU quota
     wait_until(
-        "trainer Workload released", lambda: _workload_done(kube, run.namespace, "ft-node-a0")
+        "trainer Workload released", lambda: workload_done(kube, run.namespace, "ft-node-a0")
     )
 
 
@@ -327,7 +319,7 @@ def _deadline(kube: Kube, run: Ours) -> None:
     wait_until(
         "workflow stopped", lambda: kube.workflow(ns, "ft")["spec"].get("shutdown") == "Stop"
     )
-    wait_until("trainer Workload released", lambda: _workload_done(kube, ns, "ft-node-a0"))
+    wait_until("trainer Workload released", lambda: workload_done(kube, ns, "ft-node-a0"))
     assert [w["metadata"]["name"] for w in workflows(kube, ns)] == ["ft"]  # never retried
 
 
