@@ -13,9 +13,9 @@ from typing import Any
 
 from kubernetes import client, watch
 
-from trainweave.integrations.views import argo_view, slim
-from trainweave.integrations.views import observed as observed_mod
-from trainweave.integrations.views import rollup as rollup_mod
+from trainweave.integrations.views.decide import rollup as rollup_mod
+from trainweave.integrations.views.read import argo_view, slim
+from trainweave.integrations.views.read import observed as observed_mod
 
 TRAINER = ("trainer.kubeflow.org", "v1alpha1")
 Json = dict[str, Any]

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from trainweave.integrations.cluster.kube import KubeClient, load_configuration
-from trainweave.integrations.views import api
+from trainweave.integrations.views.requests import api
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from controller import versions

@@ -10,7 +10,7 @@ writer's) is the same as an absent one, never an exception. The formats:
   {backoffLimit, rules, shared, judged, perIndex}}}``, each rule ``[action, operator, values,
   disruption, container]``. The first form (5960ddf) had only ``backoffLimit`` and four-item
   rules, and recorded shared budgets only: no ``shared`` reads as shared.
-- ``trainweave.io/stopped-for`` (Workflow; ``integrations.views.reconcile``): a ``StoppedFor``,
+- ``trainweave.io/stopped-for`` (Workflow; ``integrations.views.decide.reconcile``): a ``StoppedFor``,
   or ``job-failed/<job>``; ``backoff-limit/<job>`` is the form before c11b3b1.
 - ``trainweave.io/attempts`` (TrainJob), ``trainweave.io/attempt`` and ``trainweave.io/segment``
   (labels), ``trainweave.io/max-restarts`` (Workflow): a decimal integer.
@@ -19,8 +19,8 @@ writer's) is the same as an absent one, never an exception. The formats:
 - ``trainweave.io/kept-for-seconds`` (kept Workload): a number of seconds.
 
 The two records the controller folds over time keep their codecs beside their types:
-``trainweave.io/quota`` (``integrations.views.quota.encode``/``decode``) and
-``trainweave.io/disruptions`` (``integrations.views.disruption.encode``/``decode``).
+``trainweave.io/quota`` (``integrations.views.read.quota.encode``/``decode``) and
+``trainweave.io/disruptions`` (``integrations.views.read.disruption.encode``/``decode``).
 """
 
 from __future__ import annotations

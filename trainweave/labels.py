@@ -145,11 +145,11 @@ class EventReason(enum.StrEnum):
 
     STEP_WAITING_FOR_QUOTA = "StepWaitingForQuota"
     STEP_ADMITTED = "StepAdmitted"
-    # a step pod stopped by Kueue or disrupted (integrations/views/disruption.py): not counted
+    # a step pod stopped by Kueue or disrupted (integrations/views/read/disruption.py): not counted
     STEP_DISRUPTED = "StepDisrupted"
     # Trainer v2.3.0's reason when it cannot create a TrainJob's objects (trainjob_controller.go)
     RESOURCES_CREATION_FAILED = "TrainJobResourcesCreationFailed"
-    # kept queue position (integrations/views/kept.py): a step's gate lifted, or its position given up
+    # kept queue position (integrations/views/decide/kept.py): a step's gate lifted, or its position given up
     STEP_UNGATED = "StepUngated"
     KEPT_POSITION_EXPIRED = "KeptPositionExpired"
     # one of the TrainJob's children could not be read: skipped, or kept with a part unknown

@@ -43,7 +43,7 @@ REQUEUE_ALLOWANCE = 10
 # Workflow's status, which must stay one API object: the bound keeps it finite.
 DISRUPTION_ALLOWANCE = 100
 # inferFailedReason's message, ``{codes}`` a regexp of exit codes; brackets, not backslashes, so
-# the same text is a Go regexp (expr-lang ``matches``) and a Python one (integrations.views.argo_nodes).
+# the same text is a Go regexp (expr-lang ``matches``) and a Python one (integrations.views.read.argo_nodes).
 EXIT_CODE_MESSAGE = "^[^:]+: [^(]*[(]exit code ({codes})[)]"
 
 
@@ -97,7 +97,7 @@ def retry_expression(policy: RetryPolicy) -> str:
 
 class Disrupted(enum.StrEnum):
     """What stopped a failed attempt, as the controller saw it on the pod (or on a gang peer it
-    failed after: ``integrations.views.disruption``)."""
+    failed after: ``integrations.views.read.disruption``)."""
 
     NO = ""  # nothing: the attempt is judged by its exit codes
     # Kueue stopped the pod group (``TerminationTarget``): a Job Kueue suspends has its pods

@@ -16,7 +16,7 @@ Until then it is held by the admission gate ``trainweave.io/predecessors``
 (``kueue.x-k8s.io/admission-gated-by``, the ``AdmissionGatedBy`` feature, beta and on in
 v0.19): a gated Workload is not admissible (``workload.IsAdmissible``), so it is in no queue,
 holds no quota and cannot preempt. The controller lifts the gate when the predecessors named in
-``trainweave.io/kept-after`` have succeeded (``integrations.views.kept``); Kueue itself drops it
+``trainweave.io/kept-after`` have succeeded (``integrations.views.decide.kept``); Kueue itself drops it
 when the first pod of the group arrives (``jobframework.UpdateAdmissionGatedBy`` copies the
 pod's, absent, annotation). After ``trainweave.io/kept-for-seconds`` the controller deletes a
 still-gated Workload instead, so a stalled pipeline cannot hold the head of a queue.

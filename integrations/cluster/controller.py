@@ -37,12 +37,14 @@ from trainweave.integrations.cluster.executor import Executor, Renderer
 from trainweave.integrations.cluster.health import Health
 from trainweave.integrations.cluster.informer import STALE_AFTER, Informer, Key, WorkQueue, key_of
 from trainweave.integrations.cluster.metrics import Metrics
-from trainweave.integrations.views import api, reconcile, slim
-from trainweave.integrations.views.argo_view import TERMINAL, WorkflowView, templates, view
-from trainweave.integrations.views.bodies import Meta, WorkflowBody
-from trainweave.integrations.views.event import event
-from trainweave.integrations.views.observed import Observed, group_of, observed
-from trainweave.integrations.views.reconcile import Actions
+from trainweave.integrations.views.decide import reconcile
+from trainweave.integrations.views.decide.reconcile import Actions
+from trainweave.integrations.views.read import slim
+from trainweave.integrations.views.read.argo_view import TERMINAL, WorkflowView, templates, view
+from trainweave.integrations.views.read.bodies import Meta, WorkflowBody
+from trainweave.integrations.views.read.observed import Observed, group_of, observed
+from trainweave.integrations.views.requests import api
+from trainweave.integrations.views.requests.event import event
 from trainweave.labels import EventReason, EventType
 
 Json = dict[str, Any]

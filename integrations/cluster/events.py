@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from trainweave.integrations.views import api
+from trainweave.integrations.views.requests import api
 
 Json = dict[str, Any]
 log = logging.getLogger("trainweave.events")

@@ -27,9 +27,10 @@ from trainweave.adapters.argo import pods
 from trainweave.adapters.kueue import kept
 from trainweave.errors import InputError, InputErrors
 from trainweave.integrations.cluster import judge, kept_queues
-from trainweave.integrations.views import api, reconcile
-from trainweave.integrations.views.bodies import Body, Meta, TrainJobBody, obj_at
-from trainweave.integrations.views.observed import Observed, StartRefusal
+from trainweave.integrations.views.decide import reconcile
+from trainweave.integrations.views.read.bodies import Body, Meta, TrainJobBody, obj_at
+from trainweave.integrations.views.read.observed import Observed, StartRefusal
+from trainweave.integrations.views.requests import api
 from trainweave.labels import Reason
 
 Json = dict[str, Any]

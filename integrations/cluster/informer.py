@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from trainweave.integrations.views import api
+from trainweave.integrations.views.requests import api
 
 Json = dict[str, Any]
 Key = tuple[str, str]

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainweave.adapters.argo.pods import StepPod
-from trainweave.integrations.views import api
+from trainweave.integrations.views.requests import api
 
 Json = dict[str, Any]
 DRY_RUN = (("dryRun", "All"), ("fieldValidation", "Strict"))

@@ -9,8 +9,8 @@ from typing import Any
 
 from trainweave import labels
 from trainweave.adapters.kueue import kept
-from trainweave.integrations.views import api
-from trainweave.integrations.views.bodies import LocalQueueBody, Meta
+from trainweave.integrations.views.read.bodies import LocalQueueBody, Meta
+from trainweave.integrations.views.requests import api
 
 Json = dict[str, Any]
 

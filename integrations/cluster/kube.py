@@ -27,7 +27,7 @@ import orjson
 import urllib3
 
 from trainweave.integrations.cluster.metrics import Metrics
-from trainweave.integrations.views import api
+from trainweave.integrations.views.requests import api
 
 Json = dict[str, Any]
 

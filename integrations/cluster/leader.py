@@ -30,8 +30,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from trainweave.integrations.views import api
-from trainweave.integrations.views.times import format_micro_time
+from trainweave.integrations.views.read.times import format_micro_time
+from trainweave.integrations.views.requests import api
 
 Json = dict[str, Any]
 log = logging.getLogger("trainweave.controller")

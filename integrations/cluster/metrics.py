@@ -39,9 +39,9 @@ from prometheus_client import (
     generate_latest,
 )
 
-from trainweave.integrations.views import api
-from trainweave.integrations.views.quota import MetricEvent, StepQuota
-from trainweave.integrations.views.times import parse_time
+from trainweave.integrations.views.read.quota import MetricEvent, StepQuota
+from trainweave.integrations.views.read.times import parse_time
+from trainweave.integrations.views.requests import api
 from trainweave.labels import TrainJobState
 
 WAIT_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)

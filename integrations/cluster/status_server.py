@@ -44,7 +44,7 @@ from typing import Any
 from trainweave import trainer_status as ts
 from trainweave.adapters.options import Options
 from trainweave.integrations.cluster.executor import Renderer, adapters_renderer
-from trainweave.integrations.views import api
+from trainweave.integrations.views.requests import api
 from trainweave.trainer_status import ServerRef
 
 Json = dict[str, Any]

@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 from trainweave.errors import InputError, InputErrors
 from trainweave.integrations.cluster import judge
-from trainweave.integrations.views import api
+from trainweave.integrations.views.requests import api
 
 Json = dict[str, Any]
 SOURCE = "(dry-run=server)"

@@ -20,18 +20,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from trainweave import labels, yamlout
-from trainweave.integrations.views import (
-    api,
-    queues_view,
-    quota,
-    timeline,
-    timeline_format,
-    verdict,
-)
-from trainweave.integrations.views.argo_view import WorkflowView
-from trainweave.integrations.views.bodies import Meta, TrainJobBody, list_at
-from trainweave.integrations.views.observed import Observed, observed
-from trainweave.integrations.views.reconcile import quota_records
+from trainweave.integrations.commands import queues_format, timeline_format
+from trainweave.integrations.views.decide import verdict
+from trainweave.integrations.views.read import queues_view, quota, timeline
+from trainweave.integrations.views.read.argo_view import WorkflowView
+from trainweave.integrations.views.read.bodies import Meta, TrainJobBody, list_at
+from trainweave.integrations.views.read.observed import Observed, observed, quota_records
+from trainweave.integrations.views.requests import api
 from trainweave.states import ArgoPhase
 
 Json = dict[str, Any]
@@ -195,7 +190,7 @@ def print_timeline(
     else:
         out.write(timeline_format.format_text(tl))
     if opts.png:
-        from trainweave.integrations.views import timeline_png
+        from trainweave.integrations.commands import timeline_png
 
         Path(opts.png).write_bytes(timeline_png.png(tl))
 
@@ -281,7 +276,7 @@ def queues(
     elif output == "yaml":
         out.write(yamlout.dump(queues_view.to_json(view, now)))
     else:
-        out.write(queues_view.format_table(view))
+        out.write(queues_format.format_table(view))
     return 0
 
 

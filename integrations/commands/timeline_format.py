@@ -8,9 +8,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from trainweave.integrations.views.quota import format_duration
-from trainweave.integrations.views.timeline import Row, SpanKind, Timeline
-from trainweave.integrations.views.times import format_time
+from trainweave.integrations.views.read.quota import format_duration
+from trainweave.integrations.views.read.timeline import Row, SpanKind, Timeline
+from trainweave.integrations.views.read.times import format_time
 
 Json = dict[str, Any]
 WIDTH = 100  # the whole chart line, label included

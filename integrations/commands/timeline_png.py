@@ -10,8 +10,8 @@ import importlib
 import io
 from typing import Any
 
-from trainweave.integrations.views.timeline import SpanKind, Timeline
-from trainweave.integrations.views.timeline_format import label
+from trainweave.integrations.commands.timeline_format import label
+from trainweave.integrations.views.read.timeline import SpanKind, Timeline
 
 COLORS = {SpanKind.WAIT: "#bababa", SpanKind.HELD: "#f4a582", SpanKind.RUN: "#2166ac"}
 HEIGHTS = {SpanKind.WAIT: 0.3, SpanKind.HELD: 0.8, SpanKind.RUN: 0.4}

@@ -13,7 +13,7 @@ import os
 import sys
 
 from trainweave.integrations.cluster import kube
-from trainweave.integrations.views import api
+from trainweave.integrations.views.requests import api
 
 UNCOUNTED = {api.LEASE.plural, api.EVENT.plural}
 

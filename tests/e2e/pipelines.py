@@ -9,8 +9,8 @@ from typing import Any, cast
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from trainweave.integrations.views import verdict
-from trainweave.integrations.views.argo_view import view
+from trainweave.integrations.views.decide import verdict
+from trainweave.integrations.views.read.argo_view import view
 
 from .kube import ARGO, Kube, condition, wait_until
 

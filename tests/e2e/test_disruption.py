@@ -21,7 +21,7 @@ from typing import Any, cast
 import pytest
 from kubernetes import client
 
-from trainweave.integrations.views import disruption
+from trainweave.integrations.views.read import disruption
 
 from .controller_proc import ControllerProc
 from .kube import KUEUE, Kube, Pod, condition, condition_is, default_kubeconfig, wait_until

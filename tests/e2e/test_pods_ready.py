@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from trainweave.integrations.views import disruption, quota
+from trainweave.integrations.views.read import disruption, quota
 from trainweave.labels import QUOTA_ANNOTATION
 
 from .controller_proc import ControllerProc

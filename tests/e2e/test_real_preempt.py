@@ -20,7 +20,7 @@ from typing import Any, cast
 
 import pytest
 
-from trainweave.integrations.views.argo_view import view
+from trainweave.integrations.views.read.argo_view import view
 
 from .controller_proc import ControllerProc
 from .kube import KUEUE, Kube, Pod, condition, condition_is, pod_nodes, wait_until

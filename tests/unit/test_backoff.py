@@ -22,10 +22,10 @@ from trainweave.adapters.argo import retry
 from trainweave.adapters.argo import workflow as argo
 from trainweave.adapters.trainjob.trainer import to_pipeline
 from trainweave.inputs import parse_runtime, parse_trainjob
-from trainweave.integrations.views import reconcile
-from trainweave.integrations.views.argo_view import view
-from trainweave.integrations.views.observed import Observed
-from trainweave.integrations.views.rollup import rollup
+from trainweave.integrations.views.decide import reconcile
+from trainweave.integrations.views.decide.rollup import rollup
+from trainweave.integrations.views.read.argo_view import view
+from trainweave.integrations.views.read.observed import Observed
 from trainweave.model import ExitCodeRule, RetryPolicy
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=UTC)

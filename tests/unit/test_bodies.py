@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from trainweave import labels as L
-from trainweave.integrations.views.bodies import (
+from trainweave.integrations.views.read.bodies import (
     Body,
     ClusterQueueBody,
     LocalQueueBody,

@@ -24,10 +24,10 @@ from trainweave.adapters.kueue import podsets
 from trainweave.adapters.trainjob.trainer import to_pipeline
 from trainweave.errors import InputErrors
 from trainweave.inputs import parse_runtime, parse_trainjob
-from trainweave.integrations.views import reconcile, verdict
-from trainweave.integrations.views.argo_view import view
-from trainweave.integrations.views.observed import Observed
-from trainweave.integrations.views.rollup import rollup
+from trainweave.integrations.views.decide import reconcile, verdict
+from trainweave.integrations.views.decide.rollup import rollup
+from trainweave.integrations.views.read.argo_view import view
+from trainweave.integrations.views.read.observed import Observed
 from trainweave.model import ExitCodeRule, RetryPolicy
 
 Json = dict[str, Any]

@@ -18,7 +18,7 @@ from tests.unit.fakeapi import FakeApi, Transport
 from tests.unit.fakeapi.engines import Engines
 from tests.unit.fakeapi.http import Served
 from tests.unit.fakeapi.running import Running, condition, example, terminal, wait_until
-from trainweave.integrations.views import api
+from trainweave.integrations.views.requests import api
 
 Json = dict[str, Any]
 NS, OTHER = "team-a", "team-b"

@@ -16,8 +16,8 @@ from trainweave.integrations.cluster.controller import Config, Controller
 from trainweave.integrations.cluster.events import EventSender, is_event
 from trainweave.integrations.cluster.informer import WorkQueue
 from trainweave.integrations.cluster.metrics import Metrics
-from trainweave.integrations.views import api
-from trainweave.integrations.views.event import event
+from trainweave.integrations.views.requests import api
+from trainweave.integrations.views.requests.event import event
 from trainweave.labels import EventReason, EventType
 
 Json = dict[str, Any]

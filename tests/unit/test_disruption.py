@@ -3,7 +3,7 @@
 The controller reads why a pod stopped from its conditions (``TerminationTarget``: Kueue stopped
 the group; ``DisruptionTarget``: an eviction, a drain, a deletion), records it on the Workflow,
 and excuses that pod and every gang peer that failed after it while it existed
-(``integrations.views.disruption``); the rest is judged by the podFailurePolicy and budget.
+(``integrations.views.read.disruption``); the rest is judged by the podFailurePolicy and budget.
 Each row: the step's failed attempts, what they carried, and the budget consumed.
 """
 
@@ -27,9 +27,10 @@ from trainweave.adapters.options import Options
 from trainweave.adapters.trainjob.trainer import to_pipeline
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.integrations.commands import status_cli
-from trainweave.integrations.views import disruption, reconcile, slim, verdict
-from trainweave.integrations.views.argo_view import view
-from trainweave.integrations.views.observed import Observed
+from trainweave.integrations.views.decide import reconcile, verdict
+from trainweave.integrations.views.read import disruption, slim
+from trainweave.integrations.views.read.argo_view import view
+from trainweave.integrations.views.read.observed import Observed
 from trainweave.model import ExitCodeRule, RetryPolicy
 
 Json = dict[str, Any]

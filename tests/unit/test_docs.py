@@ -275,7 +275,7 @@ def test_docs_cite_names_that_exist() -> None:
     - a bare file name ending in .py, .md or .sh is a project file somewhere in the tree;
     - a dotted Python name whose first part is a module or package of `trainweave` (adapters/,
       integrations/ and workflows/ are mapped into it), or one of its classes or functions, imports:
-      `integrations.views.rollup`, `reconcile.actions` (some module named reconcile has
+      `integrations.views.decide.rollup`, `reconcile.actions` (some module named reconcile has
       actions), `WorkflowView.verdict`; `trainer.*`, `workflow.*`, `inputs.*`, `steps.*`, ... are
       TrainJob and Argo fields in prose, so those modules are cited qualified.
 

@@ -25,7 +25,7 @@ def test_example_matches_golden(name: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_the_controller_can_create_every_kind_rendered(name: str) -> None:
     """The executor creates what the render gives: each kind needs its API resource."""
-    from trainweave.integrations.views import api
+    from trainweave.integrations.views.requests import api
 
     assert {obj["kind"] for obj in render_example(name)} <= set(api.BY_KIND)
 

@@ -24,7 +24,7 @@ from tests.unit import extending
 from trainweave import codecs
 from trainweave.adapters.argo import retry
 from trainweave.adapters.trainjob import jobspec
-from trainweave.integrations.views import verdict
+from trainweave.integrations.views.decide import verdict
 from trainweave.model import RetryPolicy
 
 Json = dict[str, Any]
@@ -157,7 +157,7 @@ def test_the_files_not_touched_reach_the_annotation_through_the_codecs() -> None
     assert untouched is not None
     for path, call in [
         ("adapters/argo/workflow.py", "codecs.encode_backoff_limits("),
-        ("integrations/views/argo_view.py", "codecs.decode_backoff_limits("),
+        ("integrations/views/read/argo_view.py", "codecs.decode_backoff_limits("),
     ]:
         assert path in untouched.group(1)
         text = (extending.ROOT / path).read_text()

@@ -22,7 +22,8 @@ from tests.unit.fakeapi.resources import Resource
 from tests.unit.fakeapi.running import Running, example, wait_until
 from trainweave import labels
 from trainweave.integrations.cluster.controller import WATCHES, Controller, Watch, tj_index
-from trainweave.integrations.views import api, slim
+from trainweave.integrations.views.read import slim
+from trainweave.integrations.views.requests import api
 
 Json = dict[str, Any]
 NS = "team-a"

@@ -13,7 +13,7 @@ from kubernetes import client
 from tests.unit.fakeapi import FakeApi, Transport
 from tests.unit.fakeapi.http import Served
 from trainweave.integrations.cluster.kube import KubeClient
-from trainweave.integrations.views import api
+from trainweave.integrations.views.requests import api
 
 Json = dict[str, Any]
 

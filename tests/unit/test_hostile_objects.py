@@ -29,7 +29,8 @@ from tests.mutations import mutate
 from tests.unit.cluster_objects import T0, Pod, StepState, pod, trainjob, workflow, workload
 from tests.unit.test_supervised import ApiServer, controller
 from trainweave import labels as L
-from trainweave.integrations.views import api, slim
+from trainweave.integrations.views.read import slim
+from trainweave.integrations.views.requests import api
 
 Json = dict[str, Any]
 TENANT = "tenant"

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from trainweave.integrations.cluster.informer import Informer, WorkQueue
-from trainweave.integrations.views import api, slim
+from trainweave.integrations.views.read import slim
+from trainweave.integrations.views.requests import api
 
 Json = dict[str, Any]
 

@@ -19,9 +19,9 @@ from tests.unit.fakeapi.running import Running, condition, example, terminal, wa
 from tests.unit.test_controller_on_fake import apply, children
 from trainweave.adapters.argo import pods
 from trainweave.integrations.cluster import judge
-from trainweave.integrations.views import api
-from trainweave.integrations.views.observed import Observed, StartRefusal
-from trainweave.integrations.views.rollup import MAX_MESSAGE, rollup
+from trainweave.integrations.views.decide.rollup import MAX_MESSAGE, rollup
+from trainweave.integrations.views.read.observed import Observed, StartRefusal
+from trainweave.integrations.views.requests import api
 from trainweave.labels import Reason
 
 Json = dict[str, Any]

@@ -1,5 +1,5 @@
 """Kept queue position: the gated Workloads in the render (adapters.kueue.kept), the reconcile's
-gate lifts and expiries (integrations.views.kept), the ClusterQueue opt-out at start."""
+gate lifts and expiries (integrations.views.decide.kept), the ClusterQueue opt-out at start."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ from trainweave.adapters.kueue.workloads import workload as kueue_workload
 from trainweave.adapters.trainjob import trainer
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.integrations.cluster.executor import Executor
-from trainweave.integrations.views import kept, reconcile
-from trainweave.integrations.views.observed import Observed
+from trainweave.integrations.views.decide import kept, reconcile
+from trainweave.integrations.views.read.observed import Observed, quota_records
 
 Json = dict[str, Any]
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=UTC)
@@ -263,9 +263,9 @@ def test_a_suspended_pipeline_keeps_no_place() -> None:
 
 
 def test_a_held_workload_has_no_quota_record_until_ungated() -> None:
-    assert reconcile.quota_records(_observed(RUNNING_INIT, _kept_wl()), NOW) == []
+    assert quota_records(_observed(RUNNING_INIT, _kept_wl()), NOW) == []
     ungated = _kept_wl({L.KUEUE_ADMISSION_GATED_BY: ""})
-    (record,) = reconcile.quota_records(_observed(INIT_OK, ungated), NOW)
+    (record,) = quota_records(_observed(INIT_OK, ungated), NOW)
     assert record.step == "trainer"
 
 

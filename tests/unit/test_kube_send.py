@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client
 
 from trainweave.integrations.cluster.kube import KubeClient, direct_connection
-from trainweave.integrations.views import api
+from trainweave.integrations.views.requests import api
 
 
 class Handler(BaseHTTPRequestHandler):

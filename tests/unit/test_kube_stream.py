@@ -11,7 +11,7 @@ import urllib3
 from kubernetes import client
 
 from trainweave.integrations.cluster.kube import KubeClient
-from trainweave.integrations.views import api
+from trainweave.integrations.views.requests import api
 
 
 class Response:

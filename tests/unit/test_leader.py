@@ -15,7 +15,7 @@ from tests.unit.fakeapi import FakeApi, Transport
 from trainweave.integrations.cluster.controller import Config, Controller
 from trainweave.integrations.cluster.leader import LeaderElector
 from trainweave.integrations.cluster.metrics import Metrics
-from trainweave.integrations.views import api
+from trainweave.integrations.views.requests import api
 
 T0 = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
 HOUR = 3600.0

@@ -28,9 +28,9 @@ from tests.unit.fakeapi import FakeApi, Transport
 from tests.unit.fakeapi.errors import Failure
 from trainweave.cli import main
 from trainweave.integrations.cluster.executor import Executor, adapters_renderer, run_once
-from trainweave.integrations.views import reconcile
-from trainweave.integrations.views.bodies import TrainJobBody
-from trainweave.integrations.views.observed import Observed
+from trainweave.integrations.views.decide import reconcile
+from trainweave.integrations.views.read.bodies import TrainJobBody
+from trainweave.integrations.views.read.observed import Observed
 from trainweave.labels import Reason
 
 Json = dict[str, Any]

@@ -15,7 +15,7 @@ from tests.unit.cluster_objects import snapshot_map
 from tests.unit.fakeapi import Transport
 from tests.unit.test_no_traceback import NOW, run_cli
 from trainweave.integrations.cluster.executor import Executor, adapters_renderer, run_once
-from trainweave.integrations.views.observed import Observed
+from trainweave.integrations.views.read.observed import Observed
 
 Json = dict[str, Any]
 

@@ -25,11 +25,11 @@ from tests.unit.queues_table import TABLE
 from trainweave import cli
 from trainweave import labels as L
 from trainweave.integrations.commands import status_cli
-from trainweave.integrations.views import quota
-from trainweave.integrations.views.queues_view import (
+from trainweave.integrations.commands.queues_format import format_table
+from trainweave.integrations.views.read import quota
+from trainweave.integrations.views.read.queues_view import (
     UNKNOWN,
     Cluster,
-    format_table,
     queues_view,
     to_json,
 )

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from tests.unit.cluster_objects import T0, Json, workload
-from trainweave.integrations.views import quota
+from trainweave.integrations.views.read import quota
 
 NOW = datetime(2026, 11, 1, 11, 0, tzinfo=UTC)
 INFO = {"step": "trainer", "role": "trainer", "attempt": 0}

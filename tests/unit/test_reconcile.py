@@ -24,8 +24,9 @@ from tests.unit.fakeapi import Transport
 from trainweave.adapters import render
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.integrations.cluster.executor import Executor, run_once
-from trainweave.integrations.views import api, reconcile
-from trainweave.integrations.views.observed import Observed
+from trainweave.integrations.views.decide import reconcile
+from trainweave.integrations.views.read.observed import Observed
+from trainweave.integrations.views.requests import api
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=UTC)
 Json = dict[str, Any]

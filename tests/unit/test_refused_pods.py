@@ -15,10 +15,10 @@ import pytest
 
 from tests.unit.cluster_objects import Pod, StepState, trainjob, workflow
 from trainweave import labels as L
-from trainweave.integrations.views import reconcile
-from trainweave.integrations.views.observed import Observed
-from trainweave.integrations.views.rollup import rollup
-from trainweave.integrations.views.verdict import refused
+from trainweave.integrations.views.decide import reconcile
+from trainweave.integrations.views.decide.rollup import rollup
+from trainweave.integrations.views.decide.verdict import refused
+from trainweave.integrations.views.read.observed import Observed
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=UTC)
 Json = dict[str, Any]

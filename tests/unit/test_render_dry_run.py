@@ -14,7 +14,7 @@ import yaml
 from tests.unit.fakeapi import Transport
 from tests.unit.test_no_traceback import run_cli
 from trainweave.integrations.commands import dry_run
-from trainweave.integrations.views import api
+from trainweave.integrations.views.requests import api
 
 EX = Path(__file__).resolve().parents[2] / "examples" / "llm-finetune"
 ARGV = ["render", str(EX / "trainjob.yaml"), "--runtime", str(EX / "runtime.yaml")]

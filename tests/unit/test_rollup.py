@@ -11,12 +11,12 @@ import yaml
 from tests.unit.cluster_objects import T0, Json, Pod, StepState, pod, trainjob, workflow
 from tests.unit.examples import render_example, the_workflow
 from trainweave import labels as L
-from trainweave.integrations.views import verdict
-from trainweave.integrations.views.argo_nodes import decode_nodes
-from trainweave.integrations.views.argo_view import view
-from trainweave.integrations.views.jobs_status import job_sizes, jobs_status
-from trainweave.integrations.views.observed import Observed
-from trainweave.integrations.views.rollup import MAX_MESSAGE, Status, rollup, set_condition
+from trainweave.integrations.views.decide import verdict
+from trainweave.integrations.views.decide.jobs_status import job_sizes, jobs_status
+from trainweave.integrations.views.decide.rollup import MAX_MESSAGE, Status, rollup, set_condition
+from trainweave.integrations.views.read.argo_nodes import decode_nodes
+from trainweave.integrations.views.read.argo_view import view
+from trainweave.integrations.views.read.observed import Observed
 from trainweave.labels import ConditionType, Reason
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""The caches' kept fields (integrations.views.slim): the reconcile decides the same on slim objects."""
+"""The caches' kept fields (integrations.views.read.slim): the reconcile decides the same on slim objects."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import pytest
 import yaml
 
 from tests.unit.cluster_objects import Pod, StepState, pod, trainjob, workflow, workload
-from trainweave.integrations.views import reconcile, slim
-from trainweave.integrations.views.argo_view import view
-from trainweave.integrations.views.jobs_status import jobs_status
-from trainweave.integrations.views.observed import Observed
+from trainweave.integrations.views.decide import reconcile
+from trainweave.integrations.views.decide.jobs_status import jobs_status
+from trainweave.integrations.views.read import slim
+from trainweave.integrations.views.read.argo_view import view
+from trainweave.integrations.views.read.observed import Observed
 
 Json = dict[str, Any]
 NOW = datetime(2026, 11, 1, 10, 10, tzinfo=UTC)

@@ -20,7 +20,7 @@ from tests.unit.fakeapi import Transport
 from tests.unit.fakeapi.resources import Target
 from trainweave import trainer_status as ts
 from trainweave.integrations.cluster import status_server as ss
-from trainweave.integrations.views import api
+from trainweave.integrations.views.requests import api
 
 Json = dict[str, Any]
 URL = ts.status_url("default", "test-job")

@@ -10,8 +10,9 @@ from prometheus_client import generate_latest
 
 from tests.unit.cluster_objects import T0, Pod, StepState, pod, trainjob, workflow, workload
 from trainweave.integrations.cluster.metrics import Metrics
-from trainweave.integrations.views import quota, reconcile
-from trainweave.integrations.views.observed import Observed
+from trainweave.integrations.views.decide import reconcile
+from trainweave.integrations.views.read import quota
+from trainweave.integrations.views.read.observed import Observed
 
 NOW = datetime(2026, 11, 1, 10, 30, tzinfo=UTC)
 INIT_OK = StepState("Succeeded", [Pod("init-0-0", "Succeeded", code=0)])

@@ -7,9 +7,10 @@ from typing import Any
 
 from tests.unit.cluster_objects import Pod, StepState, trainjob, workflow
 from trainweave import labels as L
-from trainweave.integrations.views import reconcile, slim, stranded, verdict
-from trainweave.integrations.views.argo_view import view
-from trainweave.integrations.views.observed import Observed
+from trainweave.integrations.views.decide import reconcile, stranded, verdict
+from trainweave.integrations.views.read import slim
+from trainweave.integrations.views.read.argo_view import view
+from trainweave.integrations.views.read.observed import Observed
 
 Json = dict[str, Any]
 NOW = datetime(2026, 11, 1, 10, 10, tzinfo=UTC)

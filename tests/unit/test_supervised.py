@@ -20,7 +20,8 @@ from trainweave.integrations.cluster.events import EventSender
 from trainweave.integrations.cluster.health import Health
 from trainweave.integrations.cluster.informer import STALE_AFTER, Informer
 from trainweave.integrations.cluster.metrics import Metrics, serve_http
-from trainweave.integrations.views import api, slim
+from trainweave.integrations.views.read import slim
+from trainweave.integrations.views.requests import api
 
 Json = dict[str, Any]
 RUNTIME = {
@@ -251,7 +252,7 @@ def test_a_reconcile_that_raises_no_api_error_is_an_object_error_and_a_retry(
     def broken(obs: Any, now: Any) -> Any:
         raise TypeError("a shape nobody expected")
 
-    monkeypatch.setattr("trainweave.integrations.views.reconcile.actions", broken)
+    monkeypatch.setattr("trainweave.integrations.views.decide.reconcile.actions", broken)
     key_done = threading.Event()
     original = ctl.queue.done
 

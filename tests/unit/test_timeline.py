@@ -16,12 +16,11 @@ import pytest
 from tests.unit.cluster_objects import Pod, StepState, pod, trainjob, workflow, workload
 from trainweave import cli
 from trainweave import labels as L
-from trainweave.integrations.commands import status_cli
-from trainweave.integrations.views import quota, timeline_png
-from trainweave.integrations.views.observed import Observed
-from trainweave.integrations.views.reconcile import quota_records
-from trainweave.integrations.views.timeline import SpanKind, Timeline, timeline
-from trainweave.integrations.views.timeline_format import WIDTH, format_text, to_json
+from trainweave.integrations.commands import status_cli, timeline_png
+from trainweave.integrations.commands.timeline_format import WIDTH, format_text, to_json
+from trainweave.integrations.views.read import quota
+from trainweave.integrations.views.read.observed import Observed, quota_records
+from trainweave.integrations.views.read.timeline import SpanKind, Timeline, timeline
 
 Json = dict[str, Any]
 T = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)

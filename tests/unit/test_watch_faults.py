@@ -17,7 +17,7 @@ from kubernetes import client
 from tests.unit.test_kube_stream import Pool, Response
 from trainweave.integrations.cluster.informer import Informer
 from trainweave.integrations.cluster.kube import KubeClient
-from trainweave.integrations.views import api
+from trainweave.integrations.views.requests import api
 
 Json = dict[str, Any]
 

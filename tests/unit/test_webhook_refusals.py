@@ -25,7 +25,7 @@ from trainweave.cli import main
 from trainweave.errors import InputError, InputErrors
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.integrations.cluster.executor import Executor, run_once
-from trainweave.integrations.views.observed import Observed
+from trainweave.integrations.views.read.observed import Observed
 from trainweave.labels import Reason
 
 Json = dict[str, Any]

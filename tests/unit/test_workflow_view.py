@@ -13,10 +13,11 @@ from tests.unit.cluster_objects import Pod, StepState, pod, trainjob, workflow
 from tests.unit.examples import render_example, the_workflow
 from trainweave import labels as L
 from trainweave.adapters import names
-from trainweave.integrations.views import argo_nodes, argo_view, reconcile
-from trainweave.integrations.views.argo_nodes import PodNode
-from trainweave.integrations.views.argo_view import StepGroup
-from trainweave.integrations.views.observed import observed
+from trainweave.integrations.views.decide import reconcile
+from trainweave.integrations.views.read import argo_nodes, argo_view
+from trainweave.integrations.views.read.argo_nodes import PodNode
+from trainweave.integrations.views.read.argo_view import StepGroup
+from trainweave.integrations.views.read.observed import observed
 
 NOW = datetime(2026, 11, 1, 10, 5, tzinfo=UTC)
 

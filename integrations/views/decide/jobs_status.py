@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from trainweave import labels
-from trainweave.integrations.views import argo_nodes
-from trainweave.integrations.views.argo_nodes import workflow_of
-from trainweave.integrations.views.argo_view import FAILED
-from trainweave.integrations.views.bodies import Meta, PodBody, TrainJobBody
-from trainweave.integrations.views.observed import Observed, Progress
+from trainweave.integrations.views.read import argo_nodes
+from trainweave.integrations.views.read.argo_nodes import workflow_of
+from trainweave.integrations.views.read.argo_view import FAILED
+from trainweave.integrations.views.read.bodies import Meta, PodBody, TrainJobBody
+from trainweave.integrations.views.read.observed import Observed, Progress
 from trainweave.states import ArgoPhase, PodPhase
 
 Json = dict[str, Any]

@@ -14,7 +14,7 @@ pods yet:
 
 A suspended TrainJob's are deleted (resumed, its steps queue as of their pods). A Workload whose
 pods exist is Kueue's (it drops the gate itself when the first pod arrives). A held Workload is
-in no queue, so it has no quota record (``reconcile.quota_records``): no waiting Event or gauge.
+in no queue, so it has no quota record (``observed.quota_records``): no waiting Event or gauge.
 The kept Workloads of a Workflow that is stopped, failed or done are deleted by
 ``reconcile.releases`` like every step Workload of it, so nothing is admitted for a step that
 will not run.
@@ -27,10 +27,11 @@ from datetime import datetime
 from typing import Any
 
 from trainweave import codecs, labels
-from trainweave.integrations.views import api
-from trainweave.integrations.views.bodies import Meta, TrainJobBody
-from trainweave.integrations.views.observed import Observed, group_of
-from trainweave.integrations.views.times import parse_time
+from trainweave.integrations.views.read.bodies import Meta, TrainJobBody
+from trainweave.integrations.views.read.observed import Observed, group_of
+from trainweave.integrations.views.read.quota import gates, held
+from trainweave.integrations.views.read.times import parse_time
+from trainweave.integrations.views.requests import api
 from trainweave.labels import EventReason
 
 Json = dict[str, Any]
@@ -47,18 +48,8 @@ class KeptActions:
     requeue_after: float | None = None
 
 
-def gates(wl: Json) -> list[str]:
-    """The Workload's admission gates (``kueue.x-k8s.io/admission-gated-by``, comma-separated)."""
-    return codecs.decode_names(Meta.of(wl).annotation(labels.KUEUE_ADMISSION_GATED_BY))
-
-
 def _cap(wl: Json) -> float | None:
     return codecs.decode_seconds(Meta.of(wl).annotation(labels.KEPT_FOR_ANNOTATION))
-
-
-def held(wl: Json) -> bool:
-    """``wl`` is a kept Workload still held by our gate: in no queue yet (so no quota record)."""
-    return labels.KEPT_GATE in gates(wl)
 
 
 def actions(obs: Observed, now: datetime) -> KeptActions:

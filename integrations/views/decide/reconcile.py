@@ -27,26 +27,29 @@ from typing import Any
 
 from trainweave import codecs, labels
 from trainweave.codecs import Stop
-from trainweave.integrations.views import api, disruption, kept, quota, stranded
-from trainweave.integrations.views import verdict as judging
-from trainweave.integrations.views.argo_nodes import workflow_of
-from trainweave.integrations.views.argo_view import FAILED, WorkflowView
-from trainweave.integrations.views.bodies import (
+from trainweave.integrations.views.decide import kept, stranded
+from trainweave.integrations.views.decide import verdict as judging
+from trainweave.integrations.views.decide.rollup import is_finished, rollup
+from trainweave.integrations.views.read import disruption, quota
+from trainweave.integrations.views.read.argo_nodes import workflow_of
+from trainweave.integrations.views.read.argo_view import FAILED, WorkflowView
+from trainweave.integrations.views.read.bodies import (
     Meta,
     PodBody,
     TrainJobBody,
     WorkloadBody,
-    condition_true,
+    state_of,
 )
-from trainweave.integrations.views.event import event
-from trainweave.integrations.views.observed import (
+from trainweave.integrations.views.read.observed import (
     AttemptState,
     Observed,
     Progress,
     group_of,
+    quota_records,
 )
-from trainweave.integrations.views.rollup import is_finished, rollup
-from trainweave.integrations.views.times import format_time
+from trainweave.integrations.views.read.times import format_time
+from trainweave.integrations.views.requests import api
+from trainweave.integrations.views.requests.event import event
 from trainweave.labels import (
     ConditionType,
     EventReason,
@@ -83,15 +86,6 @@ class Actions:
     waiting: tuple[quota.StepQuota, ...] = ()  # step Workloads waiting for quota (gauge)
     leaked: tuple[quota.StepQuota, ...] = ()  # holding quota though done for good (gauge)
     holding: tuple[quota.StepQuota, ...] = ()  # holding quota now (counter series made at 0)
-
-
-def state_of(conds: list[Json], suspended: bool) -> TrainJobState:
-    """The TrainJob's state: Complete or Failed when True, else Suspended or Running."""
-    if condition_true(conds, ConditionType.COMPLETE):
-        return TrainJobState.COMPLETE
-    if condition_true(conds, ConditionType.FAILED):
-        return TrainJobState.FAILED
-    return TrainJobState.SUSPENDED if suspended else TrainJobState.RUNNING
 
 
 def actions(obs: Observed, now: datetime) -> Actions:
@@ -310,19 +304,6 @@ def orphan_releases(namespace: str, pods: list[Json], workloads: list[Json]) -> 
         api.delete(api.WORKLOAD, namespace, m.name, m.uid)
         for wl in workloads
         if (m := Meta.of(wl)).name in groups and not m.deletion_timestamp
-    ]
-
-
-def quota_records(obs: Observed, now: datetime) -> list[quota.StepQuota]:
-    """StepQuota of each step Workload of this TrainJob's Workflows."""
-    info: dict[str, Json] = {}
-    for v in obs.owned_views:
-        for group, g in v.groups.items():
-            info[group] = {"step": g.step, "role": g.role, "attempt": v.attempt}
-    return [
-        quota.step_quota(wl, info[name], now)
-        for wl in obs.workloads
-        if (name := Meta.of(wl).name) in info and not kept.held(wl)
     ]
 
 

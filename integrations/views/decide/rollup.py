@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from trainweave.integrations.views import verdict
-from trainweave.integrations.views.bodies import TrainJobBody, condition, condition_true
-from trainweave.integrations.views.jobs_status import jobs_status
-from trainweave.integrations.views.observed import AttemptState, Observed, Progress
-from trainweave.integrations.views.times import format_time, parse_time
+from trainweave.integrations.views.decide import verdict
+from trainweave.integrations.views.decide.jobs_status import jobs_status
+from trainweave.integrations.views.read.bodies import TrainJobBody, condition, condition_true
+from trainweave.integrations.views.read.observed import AttemptState, Observed, Progress
+from trainweave.integrations.views.read.times import format_time, parse_time
 from trainweave.labels import ConditionType, Reason
 
 Json = dict[str, Any]

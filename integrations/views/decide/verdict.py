@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING
 
 from trainweave.adapters import names
 from trainweave.adapters.argo import retry
-from trainweave.integrations.views import disruption
-from trainweave.integrations.views.argo_view import FAILED
+from trainweave.integrations.views.read import disruption
+from trainweave.integrations.views.read.argo_view import FAILED
 from trainweave.model import RetryPolicy
 from trainweave.states import ArgoPhase
 
 if TYPE_CHECKING:
-    from trainweave.integrations.views.argo_view import StepView, WorkflowView
+    from trainweave.integrations.views.read.argo_view import StepView, WorkflowView
 
 # The Job controller's Failed condition when a Job's backoffLimit is spent (k8s.io/kubernetes
 # v1.36 pkg/controller/job/job_controller.go: batch.JobReasonBackoffLimitExceeded).

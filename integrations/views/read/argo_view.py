@@ -23,8 +23,8 @@ from typing import Any
 from trainweave import codecs, labels
 from trainweave.adapters import names
 from trainweave.codecs import BackoffLimits, Stop
-from trainweave.integrations.views import argo_nodes, disruption
-from trainweave.integrations.views.argo_nodes import PodNode
+from trainweave.integrations.views.read import argo_nodes, disruption
+from trainweave.integrations.views.read.argo_nodes import PodNode
 from trainweave.states import ArgoPhase
 
 Json = dict[str, Any]

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from trainweave import labels
+from trainweave.labels import ConditionType, TrainJobState
 from trainweave.states import KueueCondition, PodPhase
 
 Json = dict[str, Any]
@@ -82,6 +83,15 @@ def condition_true(conds: Iterable[Json], ctype: str) -> bool:
     """The condition of type ``ctype`` is there and True."""
     found = condition(conds, ctype)
     return found is not None and found.get("status") == "True"
+
+
+def state_of(conds: list[Json], suspended: bool) -> TrainJobState:
+    """The TrainJob's state: Complete or Failed when True, else Suspended or Running."""
+    if condition_true(conds, ConditionType.COMPLETE):
+        return TrainJobState.COMPLETE
+    if condition_true(conds, ConditionType.FAILED):
+        return TrainJobState.FAILED
+    return TrainJobState.SUSPENDED if suspended else TrainJobState.RUNNING
 
 
 def _str(value: Any) -> str:

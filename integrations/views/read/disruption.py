@@ -33,8 +33,8 @@ from datetime import datetime
 from typing import Any
 
 from trainweave.adapters.argo.retry import Disrupted
-from trainweave.integrations.views import argo_nodes
-from trainweave.integrations.views.times import parse_time
+from trainweave.integrations.views.read import argo_nodes
+from trainweave.integrations.views.read.times import parse_time
 
 Json = dict[str, Any]
 ANNOTATION = "trainweave.io/disruptions"  # on a Workflow: the Record, as JSON

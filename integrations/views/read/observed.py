@@ -13,13 +13,16 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 
 from trainweave import codecs, labels
 from trainweave.codecs import Stop
-from trainweave.integrations.views.argo_view import FAILED, WorkflowView, view
-from trainweave.integrations.views.bodies import Meta
+from trainweave.integrations.views.read import quota
+from trainweave.integrations.views.read.argo_view import FAILED, WorkflowView, view
+from trainweave.integrations.views.read.bodies import Meta
+from trainweave.integrations.views.read.quota import held
 from trainweave.labels import Reason, StoppedFor
 from trainweave.states import ArgoPhase
 
@@ -171,3 +174,16 @@ def observed(
     groups = {g for v in views for g in v.groups} | {group_of(p) for p in pods}
     found = (workload_of(g) for g in sorted(groups - {""}))
     return Observed(trainjob, workflows, pods, tuple(w for w in found if w is not None), views)
+
+
+def quota_records(obs: Observed, now: datetime) -> list[quota.StepQuota]:
+    """StepQuota of each step Workload of this TrainJob's Workflows."""
+    info: dict[str, Json] = {}
+    for v in obs.owned_views:
+        for group, g in v.groups.items():
+            info[group] = {"step": g.step, "role": g.role, "attempt": v.attempt}
+    return [
+        quota.step_quota(wl, info[name], now)
+        for wl in obs.workloads
+        if (name := Meta.of(wl).name) in info and not held(wl)
+    ]

@@ -6,7 +6,7 @@ Maps what one read of the cluster shows onto, per ClusterQueue (Kueue v1beta2
 pipelines (TrainJobs) with a step holding its quota or waiting for it. A Workload's
 ClusterQueue is ``status.admission.clusterQueue``, else its LocalQueue's
 ``spec.clusterQueue`` (``<namespace>/<spec.queueName>``). Step facts are the
-controller's own (``reconcile.quota_records`` -> ``quota.StepQuota``): state and
+controller's own (``observed.quota_records`` -> ``quota.StepQuota``): state and
 Kueue's ``QuotaReserved=False`` reason, wait (creation -> ``QuotaReserved``, or -> now
 while waiting), holding time and GPU-hours; a pipeline's GPU-hours also count its
 steps that are gone (the ``trainweave.io/quota`` annotation, ``quota.merge``).
@@ -21,18 +21,18 @@ from datetime import datetime
 from typing import Any
 
 from trainweave import labels
-from trainweave.integrations.views import quota
-from trainweave.integrations.views.bodies import (
+from trainweave.integrations.views.read import quota
+from trainweave.integrations.views.read.bodies import (
     ClusterQueueBody,
     LocalQueueBody,
     Meta,
     TrainJobBody,
     WorkloadBody,
     list_at,
+    state_of,
 )
-from trainweave.integrations.views.observed import Observed
-from trainweave.integrations.views.reconcile import quota_records, state_of
-from trainweave.integrations.views.times import format_time, parse_time
+from trainweave.integrations.views.read.observed import Observed, quota_records
+from trainweave.integrations.views.read.times import format_time, parse_time
 from trainweave.labels import TrainJobState
 
 Json = dict[str, Any]
@@ -298,58 +298,3 @@ def to_json(view: tuple[QueueRow, ...], now: datetime) -> Json:
             for cq in view
         ],
     }
-
-
-def format_table(view: tuple[QueueRow, ...]) -> str:
-    """The default output: per ClusterQueue a quota line, then one row per step."""
-    if not view:
-        return "no ClusterQueues\n"
-    lines: list[str] = []
-    for cq in view:
-        title = cq.name or "(no ClusterQueue: LocalQueue missing)"
-        head = f"ClusterQueue {title}"
-        if cq.name:
-            head += f"  cohort: {cq.cohort or '-'}  admitted: {cq.admitted}  pending: {cq.pending}"
-        lines.append(head)
-        for flavor in dict.fromkeys(x.flavor for x in cq.quota):
-            used = ", ".join(
-                f"{x.resource} {x.reserved}/{x.nominal}" for x in cq.quota if x.flavor == flavor
-            )
-            lines.append(f"  {flavor}: {used} reserved/nominal")
-        rows = [("NAMESPACE", "TRAINJOB", "STEP", "ROLE", "QUEUE", "STATE", "WAITED", "HELD",
-                 "GPU-h", "PIPELINE GPU-h")]  # fmt: skip
-        notes = []
-        for ns in cq.namespaces:
-            for p in ns.pipelines:
-                for sr in p.steps:
-                    q = sr.quota
-                    state = q.state + (f" ({q.reason})" if q.reason else "")
-                    rows.append(
-                        (
-                            ns.namespace,
-                            f"{p.trainjob} [{p.state.value}]",
-                            q.step,
-                            q.role,
-                            q.queue,
-                            state,
-                            quota.format_duration(sr.waited_seconds),
-                            "-" if sr.waiting else quota.format_duration(q.hold_seconds),
-                            "-" if sr.waiting else f"{q.gpu_hours:.3f}",
-                            f"{p.gpu_hours:.3f}",
-                        )
-                    )
-            if ns.other_admitted or ns.other_pending:
-                notes.append(
-                    f"  {ns.namespace}: other Workloads {ns.other_admitted} admitted, "
-                    f"{ns.other_pending} pending"
-                )
-        if len(rows) == 1:
-            lines.append("  no pipeline holds or waits for this quota")
-        else:
-            widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-            for r in rows:
-                cells = zip(r, widths, strict=True)
-                lines.append(("  " + "  ".join(c.ljust(w) for c, w in cells)).rstrip())
-        lines += notes
-        lines.append("")
-    return "\n".join(lines)

@@ -22,8 +22,9 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from trainweave.integrations.views.bodies import WorkloadBody, condition
-from trainweave.integrations.views.times import parse_time
+from trainweave import codecs, labels
+from trainweave.integrations.views.read.bodies import Meta, WorkloadBody, condition
+from trainweave.integrations.views.read.times import parse_time
 from trainweave.quantity import QuantityError, is_gpu, parse
 from trainweave.states import KueueCondition
 
@@ -327,3 +328,13 @@ def _camel(name: str) -> str:
 @functools.lru_cache(maxsize=256)  # the few field names, decoded on every reconcile
 def _snake(name: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in name)
+
+
+def gates(wl: Json) -> list[str]:
+    """The Workload's admission gates (``kueue.x-k8s.io/admission-gated-by``, comma-separated)."""
+    return codecs.decode_names(Meta.of(wl).annotation(labels.KUEUE_ADMISSION_GATED_BY))
+
+
+def held(wl: Json) -> bool:
+    """``wl`` is a kept Workload still held by our gate: in no queue yet (so no quota record)."""
+    return labels.KEPT_GATE in gates(wl)

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainweave.integrations.views.argo_nodes import decode_nodes
-from trainweave.integrations.views.disruption import MARKS
+from trainweave.integrations.views.read.argo_nodes import decode_nodes
+from trainweave.integrations.views.read.disruption import MARKS
 from trainweave.states import KueueCondition
 
 Json = dict[str, Any]

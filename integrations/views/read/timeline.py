@@ -29,11 +29,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from trainweave import labels
-from trainweave.integrations.views import argo_nodes, quota
-from trainweave.integrations.views.bodies import Meta, TrainJobBody, WorkloadBody, condition
-from trainweave.integrations.views.observed import Observed, group_of
-from trainweave.integrations.views.reconcile import quota_records
-from trainweave.integrations.views.times import parse_time
+from trainweave.integrations.views.read import argo_nodes, quota
+from trainweave.integrations.views.read.bodies import Meta, TrainJobBody, WorkloadBody, condition
+from trainweave.integrations.views.read.observed import Observed, group_of, quota_records
+from trainweave.integrations.views.read.times import parse_time
 from trainweave.labels import ConditionType
 from trainweave.quantity import QuantityError, is_gpu, parse
 from trainweave.states import KueueCondition

@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from trainweave.integrations.views import api
-from trainweave.integrations.views.bodies import Meta
-from trainweave.integrations.views.times import format_time
+from trainweave.integrations.views.read.bodies import Meta
+from trainweave.integrations.views.read.times import format_time
+from trainweave.integrations.views.requests import api
 from trainweave.labels import EventReason, EventType
 
 Json = dict[str, Any]

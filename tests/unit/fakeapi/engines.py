@@ -29,9 +29,9 @@ from typing import Any
 
 from tests.unit.fakeapi.transport import Transport
 from trainweave import labels as L
-from trainweave.integrations.views import api
-from trainweave.integrations.views.argo_view import TERMINAL
-from trainweave.integrations.views.times import format_time
+from trainweave.integrations.views.read.argo_view import TERMINAL
+from trainweave.integrations.views.read.times import format_time
+from trainweave.integrations.views.requests import api
 
 Json = dict[str, Any]
 GATE = "kueue.x-k8s.io/admission"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from trainweave.integrations.views import api
+from trainweave.integrations.views.requests import api
 
 TOKEN_REVIEW = api.Kind("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False)
 NAMESPACE = api.Kind("", "v1", "namespaces", "Namespace", namespaced=False)

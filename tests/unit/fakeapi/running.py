@@ -24,7 +24,7 @@ from trainweave.integrations.cluster.controller import Config, Controller, Watch
 from trainweave.integrations.cluster.executor import adapters_renderer
 from trainweave.integrations.cluster.leader import LeaderElector
 from trainweave.integrations.cluster.metrics import Metrics
-from trainweave.integrations.views import api
+from trainweave.integrations.views.requests import api
 
 Json = dict[str, Any]
 T = TypeVar("T")

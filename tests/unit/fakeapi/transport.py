@@ -19,7 +19,7 @@ import orjson
 
 from tests.unit.fakeapi.errors import Failure
 from tests.unit.fakeapi.server import FakeApi
-from trainweave.integrations.views import api
+from trainweave.integrations.views.requests import api
 
 Json = dict[str, Any]
 UNCOUNTED = frozenset({api.LEASE.plural, api.EVENT.plural})

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from tests.unit.fakeapi import errors, patches
 from tests.unit.fakeapi.resources import Resource, Target
 from trainweave import k8s_names
-from trainweave.integrations.views.times import format_time
+from trainweave.integrations.views.read.times import format_time
 
 if TYPE_CHECKING:
     from tests.unit.fakeapi.server import FakeApi
