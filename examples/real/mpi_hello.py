@@ -85,6 +85,19 @@ def wait_for_sshd(hosts: list[str], deadline: float) -> None:
                 time.sleep(0.5)
 
 
+def pin_hosts(hosts: list[str]) -> None:
+    """Each hostfile name with the address this process just reached it at, in /etc/hosts, and
+    mpirun ssh-ing to every host itself (no tree spawn). The image's ssh (Debian bookworm's
+    openssh-client 1:9.2p1-2+deb12u10, 2026-11) answered "Could not resolve hostname" for the
+    pod names glibc had resolved a moment before in the same container (docs/real-containers.md);
+    through /etc/hosts it finds them by the same names."""
+    with open("/etc/hosts", "a") as f:
+        for host in hosts:
+            addr = socket.getaddrinfo(host, 22, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
+            f.write(f"{addr} {host}\n")
+    os.environ.setdefault("OMPI_MCA_plm_rsh_no_tree_spawn", "1")
+
+
 def launch(argv: list[str]) -> None:
     auth_dir = "/etc/trainweave/ssh"
     if argv[:1] == ["--ssh-auth"] and len(argv) > 1:
@@ -100,6 +113,7 @@ def launch(argv: list[str]) -> None:
     install_ssh_client(auth_dir)
     deadline = time.monotonic() + env_int("MPI_HELLO_TIMEOUT_SECONDS", 120)
     wait_for_sshd(hosts, deadline)
+    pin_hosts(hosts)
     os.environ["MPI_HELLO_ROOT"] = hosts[0]
     print(f"launcher: hosts={','.join(hosts)}; exec {' '.join(command)}", flush=True)
     os.execvp(command[0], command)
