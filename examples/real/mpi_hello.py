@@ -71,30 +71,31 @@ def hostfile_hosts(path: str) -> list[str]:
         return [line.split()[0] for line in f if line.strip() and not line.startswith("#")]
 
 
-def wait_for_sshd(hosts: list[str], deadline: float) -> None:
+def wait_for_sshd(hosts: list[str], deadline: float) -> dict[str, str]:
+    """host -> the address its sshd answered at."""
+    reached: dict[str, str] = {}
     for host in hosts:
         while True:
             try:
-                with socket.create_connection((host, 22), timeout=2):
-                    pass
-                print(f"launcher: sshd is up on {host}", flush=True)
+                with socket.create_connection((host, 22), timeout=2) as conn:
+                    reached[host] = str(conn.getpeername()[0])
+                print(f"launcher: sshd is up on {host} ({reached[host]})", flush=True)
                 break
             except OSError as err:
                 if time.monotonic() > deadline:
                     fail(f"sshd on {host} never answered: {err}", EXIT_TIMEOUT)
                 time.sleep(0.5)
+    return reached
 
 
-def pin_hosts(hosts: list[str]) -> None:
-    """Each hostfile name with the address this process just reached it at, in /etc/hosts, and
-    mpirun ssh-ing to every host itself (no tree spawn). The image's ssh (Debian bookworm's
-    openssh-client 1:9.2p1-2+deb12u10, 2026-11) answered "Could not resolve hostname" for the
-    pod names glibc had resolved a moment before in the same container (docs/real-containers.md);
-    through /etc/hosts it finds them by the same names."""
+def pin_hosts(reached: dict[str, str]) -> None:
+    """Each hostfile name with the address its sshd answered at, in /etc/hosts, and mpirun
+    ssh-ing to every host itself (no tree spawn). On the real node the pod names resolved for an
+    address-family-unspecified lookup (this process's connect) but not for an IPv4-only one, and
+    the image's ssh said "Could not resolve hostname" for them (docs/real-containers.md); through
+    /etc/hosts ssh finds them by the same names."""
     with open("/etc/hosts", "a") as f:
-        for host in hosts:
-            addr = socket.getaddrinfo(host, 22, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
-            f.write(f"{addr} {host}\n")
+        f.writelines(f"{addr} {host}\n" for host, addr in reached.items())
     os.environ.setdefault("OMPI_MCA_plm_rsh_no_tree_spawn", "1")
 
 
@@ -112,8 +113,7 @@ def launch(argv: list[str]) -> None:
         fail(f"{hostfile} names no hosts", EXIT_CONFIG)
     install_ssh_client(auth_dir)
     deadline = time.monotonic() + env_int("MPI_HELLO_TIMEOUT_SECONDS", 120)
-    wait_for_sshd(hosts, deadline)
-    pin_hosts(hosts)
+    pin_hosts(wait_for_sshd(hosts, deadline))
     os.environ["MPI_HELLO_ROOT"] = hosts[0]
     print(f"launcher: hosts={','.join(hosts)}; exec {' '.join(command)}", flush=True)
     os.execvp(command[0], command)
