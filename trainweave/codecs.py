@@ -86,15 +86,19 @@ def encode_backoff_limits(limits: Mapping[str, Mapping[str, RetryPolicy]]) -> st
     return json.dumps(wire, separators=(",", ":")) if wire else None
 
 
-def decode_backoff_limits(text: str | None) -> BackoffLimits:
-    """The policies of an annotation value, every one that reads back (``policy_of_wire``);
-    anything else is no policy."""
+def json_object(text: str | None) -> dict[str, Any]:
+    """An annotation's JSON object; {} when absent, not JSON or not an object."""
     try:
         raw = json.loads(text) if text else {}
     except ValueError:
         return {}
-    if not isinstance(raw, dict):
-        return {}
+    return raw if isinstance(raw, dict) else {}
+
+
+def decode_backoff_limits(text: str | None) -> BackoffLimits:
+    """The policies of an annotation value, every one that reads back (``policy_of_wire``);
+    anything else is no policy."""
+    raw = json_object(text)
     out: BackoffLimits = {}
     for step, jobs in raw.items():
         if not isinstance(jobs, dict):

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from trainweave import codecs
 from trainweave.adapters.argo.retry import Disrupted
 from trainweave.integrations.views.read import argo_nodes
 from trainweave.integrations.views.read.times import parse_time
@@ -64,12 +65,7 @@ Record = dict[str, tuple[Mark, ...]]  # step -> its marks, oldest first
 
 def decode(text: str) -> Record:
     """The annotation's Record ({} when absent or unreadable)."""
-    try:
-        raw = json.loads(text) if text else {}
-    except ValueError:
-        return {}
-    if not isinstance(raw, dict):
-        return {}
+    raw = codecs.json_object(text)
     out: Record = {}
     for step, marks in raw.items():
         if not isinstance(marks, list):
