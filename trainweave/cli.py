@@ -291,11 +291,15 @@ def _translate(inputs: files.Inputs, default_queue: str | None) -> Pipeline:
 
 def _plan(args: argparse.Namespace) -> int:
     from trainweave.adapters.kueue import plan_format, workloads
-    from trainweave.queues import parse_queues
+    from trainweave.queues import parse_queues, v1beta1_note
 
     durations = _durations(args.duration)
     inputs = _inputs_of(args)
-    queues = parse_queues([d for f in args.queues for d in files.documents(f)])
+    docs = [d for f in args.queues for d in files.documents(f)]
+    queues = parse_queues(docs)
+    note = v1beta1_note(docs)
+    if note:
+        print(note, file=sys.stderr)
     pipeline = _translate(inputs, args.default_queue)
     _known_steps(args.duration, pipeline)
     result = workloads.plan(pipeline, queues, durations or None)

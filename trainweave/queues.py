@@ -283,6 +283,26 @@ def _expand(docs: Iterable[tuple[Json, str]]) -> Iterator[tuple[Json, str]]:
             yield doc, source
 
 
+def v1beta1_note(docs: Iterable[tuple[Json, str]]) -> str | None:
+    """One line for ``plan --queues`` when a file holds ``kueue.x-k8s.io/v1beta1`` objects: they
+    are read as before, but Kueue 0.20 stops serving that version and 0.21 removes it; None
+    when no file does."""
+    sources = list(
+        dict.fromkeys(
+            source
+            for doc, source in _expand(docs)
+            if isinstance(doc, dict) and doc.get("apiVersion") == f"{GROUP}/v1beta1"
+        )
+    )
+    if not sources:
+        return None
+    return (
+        f"note: {', '.join(sources)}: {GROUP}/v1beta1 is read here, but Kueue 0.20+ no longer"
+        " serves it (0.21 removes it); write these objects as v1beta2 (ClusterQueue:"
+        " cohort -> cohortName, admissionChecks -> admissionChecksStrategy)"
+    )
+
+
 # --- the set -----------------------------------------------------------------------------
 
 

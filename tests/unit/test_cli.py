@@ -58,6 +58,32 @@ def test_plan_exit_1_when_a_step_never_fits(
     assert "node" in out and "nvidia.com/gpu" in out and "never" in out
 
 
+def test_plan_reads_v1beta1_queues_and_says_once_that_kueue_0_20_drops_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Kueue 0.20 stops serving kueue.x-k8s.io/v1beta1 and 0.21 removes it: ``plan`` still reads
+    such files, and says so in one line naming them; a v1beta2 file gets no note."""
+    docs = list(yaml.safe_load_all((EX / "queues.yaml").read_text()))
+    flavors = [d for d in docs if d["kind"] == "ResourceFlavor"]
+    queues = [d for d in docs if d["kind"] != "ResourceFlavor"]
+    for d in queues:
+        d["apiVersion"] = "kueue.x-k8s.io/v1beta1"
+        if d["kind"] == "ClusterQueue" and "cohortName" in d["spec"]:
+            d["spec"]["cohort"] = d["spec"].pop("cohortName")
+    old, new = tmp_path / "old-queues.yaml", tmp_path / "flavors.yaml"
+    old.write_text(yaml.safe_dump_all(queues))
+    new.write_text(yaml.safe_dump_all(flavors))
+    assert main([*ARGS, "--queues", str(new), "--queues", str(old), "--duration", "node=6"]) == 0
+    captured = capsys.readouterr()
+    assert "model-exporter" in captured.out  # the plan itself, as from v1beta2 files
+    notes = [line for line in captured.err.splitlines() if "v1beta1" in line]
+    assert len(notes) == 1, captured.err
+    assert notes[0].startswith(f"note: {old}: kueue.x-k8s.io/v1beta1 ")
+    assert "Kueue 0.20+ no longer serves it" in notes[0] and str(new) not in notes[0]
+    assert main([*ARGS, "--queues", str(EX / "queues.yaml")]) == 0
+    assert "v1beta1" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("output", ["yaml", "json"])
 def test_plan_prints_one_workload_per_step(output: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*ARGS, "--queues", str(EX / "queues.yaml"), "-o", output]) == 0
