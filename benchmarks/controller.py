@@ -19,6 +19,10 @@ measures, from watches on this side (Workflows, the TrainJobs' pods, TrainJobs):
   latency is the time from the start of the latest run of the engines implying the value to the
   TrainJob showing it; a value no engine state implied before (the controller's watch ran ahead
   of this one) is counted as unmatched, not measured. p50/p99 per kind and overall;
+- start latency, TrainJob created (this side's create call) -> its Workflow seen on this side's
+  watch, p50/p99; and the time the API server took to judge each start (``--no-judge-first``
+  off: the controller's ``trainweave_judge_seconds`` histogram, quantiles interpolated within
+  its buckets as Prometheus' ``histogram_quantile`` does);
 - API requests per TrainJob, reads vs writes, and by verb/resource (the controller's own counter
   at its send() edge, Lease traffic excluded; watches counted apart);
 - controller CPU seconds (also per TrainJob) and peak RSS (/proc of the subprocess).
@@ -158,9 +162,32 @@ def scrape(port: int) -> dict[str, float]:
             out[verb] = out.get(verb, 0.0) + float(value)
             key = f"{verb} {resource}/{sub}" if sub else f"{verb} {resource}"
             out[key] = out.get(key, 0.0) + float(value)
+        elif line.startswith("trainweave_judge_seconds_bucket{"):
+            labels, value = line.rsplit(" ", 1)
+            le = labels.split('le="')[1].split('"')[0]
+            out[f"judge_bucket {le}"] = float(value)
         elif line.startswith("trainweave_reconciles_total{"):
             out["reconciles"] = out.get("reconciles", 0.0) + float(line.rsplit(" ", 1)[1])
     return out
+
+
+def bucket_quantile(reqs: dict[str, float], q: float) -> float | None:
+    """The q-quantile of the judge histogram's cumulative buckets (``judge_bucket LE``), linear
+    within the bucket it falls in (Prometheus' ``histogram_quantile``); None when empty."""
+    buckets = sorted(
+        (float(k.split(" ", 1)[1]), v) for k, v in reqs.items() if k.startswith("judge_bucket ")
+    )
+    total = buckets[-1][1] if buckets else 0.0
+    if total == 0:
+        return None
+    rank, low, below = q * total, 0.0, 0.0
+    for le, count in buckets:
+        if count >= rank:
+            if le == float("inf"):
+                return low  # above the largest finite bucket: its bound, as Prometheus does
+            return low + (le - low) * (rank - below) / max(count - below, 1e-9)
+        low, below = le, count
+    return low
 
 
 def pct(values: list[float], q: float) -> float:
@@ -269,9 +296,11 @@ def main() -> int:
     watcher = Watcher(api, ns)
     watcher.start()
     started = time.monotonic()
+    created: dict[str, float] = {}
     for i in range(n):
         if args.rate > 0:  # paced arrivals: the i-th TrainJob at i / rate seconds
             watcher.stop.wait(max(0.0, started + i / args.rate - time.monotonic()))
+        created[f"tj-{i}"] = time.monotonic()
         custom.create_namespaced_custom_object(*TRAINER, ns, "trainjobs", trainjob(ns, f"tj-{i}"))
     deadline = started + args.timeout
     reqs: dict[str, float] = {}
@@ -289,6 +318,8 @@ def main() -> int:
     watcher.stop.set()
     lat = [watcher.tj_done[k] - watcher.wf_done[k] for k in watcher.tj_done if k in watcher.wf_done]
     every = [x for v in watcher.latency.values() for x in v]
+    starts = [watcher.wf_first[k] - t for k, t in created.items() if k in watcher.wf_first]
+    judge_p50, judge_p99 = bucket_quantile(reqs, 0.5), bucket_quantile(reqs, 0.99)
     reads = reqs.get("get", 0) + reqs.get("list", 0)
     writes = sum(v for k, v in reqs.items() if k in ("post", "patch", "put", "delete"))
     result = {
@@ -302,6 +333,11 @@ def main() -> int:
         "wall_seconds": round(wall, 1),
         "latency_p50_s": round(pct(lat, 0.5), 3) if lat else None,
         "latency_p99_s": round(pct(lat, 0.99), 3) if lat else None,
+        "start_latency_p50_s": round(pct(starts, 0.5), 3) if starts else None,
+        "start_latency_p99_s": round(pct(starts, 0.99), 3) if starts else None,
+        "judge_seconds_p50": None if judge_p50 is None else round(judge_p50, 4),
+        "judge_seconds_p99": None if judge_p99 is None else round(judge_p99, 4),
+        "judged_starts": reqs.get("judge_bucket +Inf", 0.0),
         "reads_per_trainjob": round(reads / n, 2),
         "writes_per_trainjob": round(writes / n, 2),
         # status writes vs the status changes this watcher saw (each a Trainer-visible transition:

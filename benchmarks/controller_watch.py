@@ -44,6 +44,7 @@ class Watcher:
         self.core = client.CoreV1Api(api)
         self.ns = ns
         self.wf_done: dict[str, float] = {}
+        self.wf_first: dict[str, float] = {}  # trainjob -> its first Workflow seen (a start)
         self.tj_done: dict[str, float] = {}
         self.outcome: dict[str, str] = {}
         self.status_seen: dict[str, str] = {}
@@ -88,6 +89,7 @@ class Watcher:
         tj = obj["metadata"].get("labels", {}).get("trainweave.io/trainjob")
         if not tj:
             return
+        self.wf_first.setdefault(tj, t)
         if (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed", "Error"):
             self.wf_done.setdefault(tj, t)
         self._engine(self.workflows, tj, slim.workflow(obj), t, deleted)

@@ -70,6 +70,7 @@ class Config:
     lease_duration: int = 15
     retry_period: float = 2.0
     kept_position_cap: int | None = None  # seconds; None: no kept queue position (the default)
+    judge_first: bool = True  # every start judged by the API server first (executor, judge)
     settle: float = 0.05  # seconds a changed TrainJob waits for its other events (WorkQueue)
 
 
@@ -150,7 +151,14 @@ class Controller:
         for inf in self.informers.values():
             metrics.informer_stale.labels(inf.kind.kind).set_function(_stale_of(inf))
             metrics.object_errors.labels(inf.kind.kind)  # each series from 0: increase() sees 1
-        self.executor = Executor(self.send, renderer, now, config.kept_position_cap)
+        self.executor = Executor(
+            self.send,
+            renderer,
+            now,
+            config.kept_position_cap,
+            judge_first=config.judge_first,
+            on_judged=metrics.judge_seconds.observe,
+        )
         self.stopped = threading.Event()
         self.views: dict[str, tuple[str, WorkflowView]] = {}  # uid -> (resourceVersion, view)
 

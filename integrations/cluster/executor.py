@@ -17,6 +17,7 @@ with backoff).
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Protocol
@@ -103,17 +104,20 @@ class Executor:
         kept_cap_seconds: int | None = None,
         judge_first: bool = True,
         argo_executor: pods.ArgoExecutor | None = None,
+        on_judged: Callable[[float], None] | None = None,
     ) -> None:
         """``kept_cap_seconds``: kept queue position on (``--kept-position``), for at most
         that long (``adapters.kueue.kept``); None: off. ``judge_first``: every start is
         judged by the API server first (``judge``); ``argo_executor``: the workflow-controller's
-        executor settings the predicted step pods get (Argo's defaults when None)."""
+        executor settings the predicted step pods get (Argo's defaults when None);
+        ``on_judged(seconds)``: told how long each judging took (the controller's histogram)."""
         self.raw_send = send  # the edge; the tolerant ``send`` below is what everything uses
         self.renderer = renderer
         self.now = now
         self.kept_cap_seconds = kept_cap_seconds
         self.judge_first = judge_first
         self.argo_executor = argo_executor
+        self.on_judged = on_judged
 
     def run(self, todo: reconcile.Actions, trainjob: Json) -> StartRefusal | None:
         """Send everything in order; 404 on delete and status of a gone object is fine. A
@@ -195,7 +199,10 @@ class Executor:
             if wf.get("kind") == api.WORKFLOW.kind
             for p in pods.step_pods(wf, self.argo_executor)
         ]
+        began = time.monotonic()
         found = judge.judge(self.send, objs, step_pods)
+        if self.on_judged is not None:
+            self.on_judged(time.monotonic() - began)
         if found.refused:
             lines = tuple(r.line() for r in found.refused)
             return StartRefusal(Reason.REFUSED_BY_API_SERVER, lines)

@@ -45,6 +45,9 @@ from trainweave.integrations.views.requests import api
 from trainweave.labels import TrainJobState
 
 WAIT_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
+# one start's dry-run creates (about 7 for llm-finetune): milliseconds on a quiet API server,
+# seconds behind a slow admission webhook (its timeoutSeconds is at most 30)
+JUDGE_BUCKETS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30)
 STATES = tuple(s.value for s in TrainJobState)
 
 
@@ -100,6 +103,12 @@ class Metrics:
         )
         self.reconcile_seconds = Histogram(
             "trainweave_reconcile_seconds", "Time per reconcile", registry=r
+        )
+        self.judge_seconds = Histogram(
+            "trainweave_judge_seconds",
+            "Time the API server took to judge one start (its dry-run creates, in order)",
+            buckets=JUDGE_BUCKETS,
+            registry=r,
         )
         self.queue_depth = Gauge(
             "trainweave_workqueue_depth", "TrainJob keys waiting for a worker", registry=r

@@ -102,6 +102,12 @@ def add_commands(
         help="give a kept position up after this long (default 7200: 2 h)",
     )
     ctl.add_argument(
+        "--no-judge-first",
+        action="store_true",
+        help="do not have the API server judge each start with dry-run creates first (a step"
+        " the cluster refuses then fails only when Argo creates its pod; docs/controller.md)",
+    )
+    ctl.add_argument(
         "--settle-ms",
         type=int,
         default=50,
@@ -177,6 +183,7 @@ def _controller(args: argparse.Namespace) -> int:
         "lease_namespace": args.lease_namespace,
         "lease_name": args.lease_name,
         "kept_position_cap": args.kept_position_cap if args.kept_position else None,
+        "judge_first": not args.no_judge_first,
     }
     if args.identity:
         fields["identity"] = args.identity

@@ -145,3 +145,38 @@ def test_runtime_of_another_namespace_is_not_found(
     assert "spec.runtimeRef.name" in cond["message"]
     assert fake.objects("Workflow", NS) == []
     assert children(fake, OTHER) == []
+
+
+@pytest.mark.parametrize("judge_first", [True, False])
+def test_judged_first_unless_switched_off(
+    fake: FakeApi, user: Transport, monkeypatch: pytest.MonkeyPatch, judge_first: bool
+) -> None:
+    """``Config.judge_first`` (``trainweave controller --no-judge-first`` sets it False): on,
+    the one start sends its dry-run creates before the first real create and its time is
+    observed in ``trainweave_judge_seconds``; off, no dry run is sent and nothing observed."""
+    sent: list[tuple[str, str]] = []
+    handle = fake.handle
+
+    def recording(method: str, url: str, body: Json | None, content_type: str) -> Json:
+        sent.append((method, url))
+        return handle(method, url, body, content_type)
+
+    monkeypatch.setattr(fake, "handle", recording)
+    ctl = Running(fake, NS, judge_first=judge_first).start()
+    try:
+        apply(user, *example(NS))
+        wait_until("the Workflow", fake, lambda: fake.find("Workflow", NS, "ft"))
+    finally:
+        ctl.stop()
+    theirs = ("/events", "/leases", "/trainjobs", "/trainingruntimes")  # not the start's creates
+    posts = [url for method, url in sent if method == "POST" and not any(t in url for t in theirs)]
+    dry = [i for i, url in enumerate(posts) if "dryRun=All" in url]
+    real = [i for i, url in enumerate(posts) if "dryRun" not in url]
+    observed = ctl.metrics.registry.get_sample_value("trainweave_judge_seconds_count")
+    if judge_first:
+        assert dry and real and max(dry) < min(real), posts
+        assert any("/pods?" in posts[i] for i in dry), "the step pods are judged too"
+        assert observed == 1.0
+    else:
+        assert dry == [] and real, posts
+        assert observed == 0.0

@@ -89,8 +89,10 @@ class Running:
         crash_after_writes: int | None = None,
         identity: str = "a",
         watches: tuple[Watch, ...] | None = None,
+        judge_first: bool = True,
     ) -> None:
-        """``watches``: the controller's table of watched kinds (``controller.WATCHES``)."""
+        """``watches``: the controller's table of watched kinds (``controller.WATCHES``);
+        ``judge_first``: ``Config.judge_first`` (``--no-judge-first`` is False)."""
         self.fake = fake
         self.transport = Transport(fake, crash_after_writes)
         send: api.Send = self.transport
@@ -102,7 +104,10 @@ class Running:
 
             kube = KubeClient(client.Configuration(host=served.url))
             send, stream = kube.send, kube.stream
-        self.config = Config(namespace=namespace, settle=0.0, identity=identity)
+        self.config = Config(
+            namespace=namespace, settle=0.0, identity=identity, judge_first=judge_first
+        )
+        self.metrics = Metrics()
         self.elector = LeaderElector(
             send, self.config.lease_namespace, self.config.lease_name, identity
         )
@@ -111,7 +116,7 @@ class Running:
             stream,
             adapters_renderer(),
             self.config,
-            Metrics(),
+            self.metrics,
             async_events=True,
             watches=watches,
         )
