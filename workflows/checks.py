@@ -143,7 +143,13 @@ def rendered_errors(
         for mount in container.get("volumeMounts") or []
     }
     errors = pod_rules.pod_spec_errors(pod_spec, "pod", Reason.INVALID_RUNTIME, mounts)
-    return [_pod_argument(e, own_volumes, env_offset, gpus) for e in errors]
+    named = [  # the builder's step container is named after the step (its ``name``)
+        InputError("name" if key == "containers" else f"pod_spec.{key}[{i}].name", why)
+        for key in ("containers", "initContainers")
+        for i, c in enumerate(pod_spec.get(key) or [])
+        if (why := validate.argo_reserved(str(c.get("name", ""))))
+    ]
+    return named + [_pod_argument(e, own_volumes, env_offset, gpus) for e in errors]
 
 
 def _pod_argument(

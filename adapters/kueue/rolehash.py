@@ -29,7 +29,9 @@ from typing import Any
 from trainweave.quantity import canonical_quantity
 
 Json = dict[str, Any]
-ARGO_EXECUTOR_IMAGE = "quay.io/argoproj/argoexec:v4.0.7"
+# the pinned Argo's default executor image (workflow-controller ``executor.image``); the role hash
+# does not read images (``ContainersShape``), the judged step pod does (``adapters.argo.pods``)
+ARGO_EXECUTOR_IMAGE = "quay.io/argoproj/argoexec:v4.1.4"
 
 # Go struct field order and omitempty, from k8s.io/api@v0.36.2 core/v1/types.go and
 # apimachinery meta/v1/types.go: (json name, kind, omitempty).

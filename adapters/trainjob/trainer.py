@@ -87,6 +87,7 @@ def to_pipeline(
         errors += job_errors
     errors += validate.name_errors(trainjob.metadata.name, jobs)
     errors += validate.size_errors(jobs)
+    errors += validate.argo_name_errors(jobs, {j.rjob.name: j.index for j in inputs})
     errors += pod_check.rendered_errors(trainjob, spec, jobs)
     steps = []
     for shape in shapes:

@@ -9,6 +9,7 @@ before building the Pipeline.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from trainweave.adapters import names
@@ -227,6 +228,45 @@ def name_errors(trainjob: str, jobs: list[Job]) -> list[InputError]:
                     f" hostname may have at most {names.MAX_LABEL}: shorten the TrainJob name",
                 )
             )
+    return errors
+
+
+# Container names Argo Workflows gives its own containers in every step pod
+# (argo-workflows v4.1.4 workflow/common/common.go: InitContainerName, WaitContainerName,
+# SupervisorContainerName, ArtifactPluginSidecarPrefix, ArtifactPluginInitPrefix). v4.1.4 refuses a
+# containerSet container so named (workflow/validate/validate.go:904-908, IsArgoSidecar); on
+# v4.0.7 the pod would hold two containers of one name, which the API server refuses.
+ARGO_RESERVED = ("init", "wait", "supervisor")
+ARGO_RESERVED_PREFIXES = ("artifact-plugin-", "init-artifact-")
+
+
+def argo_reserved(name: str) -> str | None:
+    """Why ``name`` cannot name a step pod's container (``ARGO_RESERVED``), or None."""
+    if name in ARGO_RESERVED or name.startswith(ARGO_RESERVED_PREFIXES):
+        return (
+            f"{name!r} is a name Argo Workflows gives its own containers in every step pod"
+            " (init, wait, supervisor, artifact-plugin-*, init-artifact-*): rename the container"
+        )
+    return None
+
+
+def argo_name_errors(jobs: list[Job], index: Mapping[str, int]) -> list[InputError]:
+    """A container or init container of a step pod named as one of Argo's own; ``index``:
+    each job's position in the runtime's replicatedJobs (the error's path)."""
+    errors = []
+    for job in jobs:
+        pod = job.pod_template.get("spec") or {}
+        for key in ("containers", "initContainers"):
+            for i, c in enumerate(pod.get(key) or []):
+                if why := argo_reserved(str(c.get("name", ""))):
+                    errors.append(
+                        InputError(
+                            f"spec.template.spec.replicatedJobs[{index[job.name]}].template.spec"
+                            f".template.spec.{key}[{i}].name",
+                            why,
+                            reason=Reason.INVALID_RUNTIME,
+                        )
+                    )
     return errors
 
 

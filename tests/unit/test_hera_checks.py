@@ -544,3 +544,22 @@ def test_exit_cleanup_of_a_fanned_out_step(task: Json, workloads: list[str]) -> 
 @pytest.mark.schema
 def test_eval_gate_validates_against_argo_crd(workflow_validator: Validator) -> None:
     assert [e.message for e in workflow_validator.iter_errors(eval_gate())] == []
+
+
+@pytest.mark.parametrize("name", ["wait", "init", "supervisor", "artifact-plugin-x"])
+def test_a_step_named_as_argos_own_container_is_refused(name: str) -> None:
+    """The step's container keeps the step's name; Argo names its own containers init, wait,
+    supervisor and artifact-plugin-* (validate.ARGO_RESERVED)."""
+    with pytest.raises(StepError) as exc:
+        post_processor(name, "exporter:1", ["python"], "cpu")
+    assert str(exc.value) == (
+        f"post_processor({name!r}): name: {name!r} is a name Argo Workflows gives its own"
+        " containers in every step pod (init, wait, supervisor, artifact-plugin-*,"
+        " init-artifact-*): rename the container"
+    )
+
+
+def test_an_init_container_named_as_argos_own_is_refused() -> None:
+    pod_spec = {"initContainers": [{"name": "init", "image": "busybox:1"}]}
+    with pytest.raises(StepError, match=r"pod_spec\.initContainers\[0\]\.name: 'init' is a name"):
+        post_processor("export", "exporter:1", ["python"], "cpu", pod_spec=pod_spec)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.builders import model_job
-from tests.versions import ARGO_VERSION
+from tests.versions import PINS
 from trainweave.adapters import names
 from trainweave.adapters.kueue import workloads
 from trainweave.adapters.kueue.podsets import effective_requests, pod_roles
@@ -423,4 +423,5 @@ def test_workloads_do_not_share_state() -> None:
 def test_the_executor_image_in_role_hashes_is_the_pinned_argo() -> None:
     """Argo's default executor image carries Argo's version (workflow-controller's
     ``executor.image``): the role hash's injected ``wait``/``init`` containers name the pinned one."""
-    assert f"quay.io/argoproj/argoexec:{ARGO_VERSION}" == ARGO_EXECUTOR_IMAGE
+    pin = PINS["ARGO_WORKFLOWS_VERSION"]  # the pin, not ARGO_VERSION: a v4.0.7 run keeps it
+    assert f"quay.io/argoproj/argoexec:{pin}" == ARGO_EXECUTOR_IMAGE

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.builders import make_runtime, make_trainjob
 from trainweave.adapters.trainjob import policies, trainer
 from trainweave.adapters.trainjob.policies import Context
 from trainweave.adapters.trainjob.policies.torch import Torch
+from trainweave.errors import InputErrors
 from trainweave.inputs import parse_runtime, parse_trainjob
-from trainweave.labels import Ancestor
+from trainweave.labels import Ancestor, Reason
 from trainweave.model import PolicyPart
 
 Json = dict[str, Any]
@@ -115,3 +118,48 @@ def test_job_inputs_are_the_runtime_jobs_in_order_patched() -> None:
     assert inputs[2].path == "spec.template.spec.replicatedJobs[2].template.spec"
     assert inputs[2].raw["template"] == rt.spec.template.spec.replicated_jobs[2].template
     assert inputs[2].raw["template"] is not rt.spec.template.spec.replicated_jobs[2].template
+
+
+@pytest.mark.parametrize(
+    ("key", "name"),
+    [
+        ("containers", "wait"),
+        ("containers", "init"),
+        ("containers", "supervisor"),
+        ("containers", "artifact-plugin-s3"),
+        ("initContainers", "init"),
+        ("initContainers", "init-artifact-model"),
+    ],
+)
+def test_a_container_named_as_argos_own_is_refused_by_name(key: str, name: str) -> None:
+    """Argo puts its ``init`` and ``wait`` (or ``supervisor``) containers and artifact-plugin
+    sidecars in every step pod: v4.1.4 refuses such a containerSet name at submit, on v4.0.7
+    the pod would hold two containers of that name (validate.ARGO_RESERVED)."""
+    rt = make_runtime().with_exporter()
+    pod = rt.job_spec("exporter")["template"]["spec"]
+    if key == "containers":
+        pod["containers"].append({"name": name, "image": "busybox:1"})
+    else:
+        pod["initContainers"] = [{"name": name, "image": "busybox:1"}]
+    runtime = parse_runtime(rt.build(), "rt.yaml")
+    with pytest.raises(InputErrors) as exc:
+        trainer.to_pipeline(parse_trainjob(make_trainjob(), "tj.yaml"), runtime)
+    index = 1 if key == "containers" else 0
+    assert [(e.path, e.reason) for e in exc.value.errors] == [
+        (
+            f"spec.template.spec.replicatedJobs[1].template.spec.template.spec.{key}[{index}].name",
+            Reason.INVALID_RUNTIME,
+        )
+    ]
+    assert (
+        f"{name!r} is a name Argo Workflows gives its own containers" in exc.value.errors[0].message
+    )
+
+
+def test_names_argo_leaves_free_are_accepted() -> None:
+    rt = make_runtime().with_exporter()
+    rt.job_spec("exporter")["template"]["spec"]["containers"].append(
+        {"name": "waiter", "image": "busybox:1"}
+    )
+    runtime = parse_runtime(rt.build(), "rt.yaml")
+    assert trainer.to_pipeline(parse_trainjob(make_trainjob(), "tj.yaml"), runtime).steps
