@@ -62,6 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from admission_host import apiserver_writes, cpu_seconds, engines_cpu, own_cpu
 from admission_metrics import (
     TrainJobTimes,
+    handoff,
     summary,
 )
 from admission_record import KUEUE, Recorder, Steps, condition_time, holds, spans, stamp
@@ -238,7 +239,9 @@ def versions() -> dict[str, str]:
     )
     return {
         "kubernetes": env["KUBERNETES_VERSION"], "kueue": env["KUEUE_VERSION"],
-        "argo": env["ARGO_WORKFLOWS_VERSION"], "trainer": env["TRAINER_VERSION"],
+        # the pin, or the supported one `make bench-admission ARGO_VERSION=...` brought up
+        "argo": os.environ.get("ARGO_VERSION") or env["ARGO_WORKFLOWS_VERSION"],
+        "trainer": env["TRAINER_VERSION"],
         "jobset": "v0.12.0 (Trainer's go.mod)", "kwok": env["KWOK_VERSION"],
         "python": platform.python_version(),
     }  # fmt: skip
@@ -269,6 +272,41 @@ def last_line(name: str, up: Run, tws: list[Run]) -> str:
     return line
 
 
+def handoff_line(name: str, run: Run, argo: str, requeue: str) -> str:
+    """One trainweave run's hand-off (``bench-handoff``): the Argo part (predecessors done ->
+    Workflow node started) and the whole hand-off, p50/p99 s; utilisation of ready work,
+    held-idle GPU-seconds, inversions; then the setup and JCT p50/p99."""
+    parts = handoff(run.starts)
+    argo_part, total = parts.get("done->started", {}), parts.get("total", {})
+    f = run.figures
+    return (
+        f"bench-handoff: argo={argo} requeue={requeue} trace={name}"
+        f" argo-p50={argo_part.get('p50', 0.0):.2f} argo-p99={argo_part.get('p99', 0.0):.2f}"
+        f" total-p50={total.get('p50', 0.0):.2f} total-p99={total.get('p99', 0.0):.2f}"
+        f" utilisation-ready={f['gpu_utilisation_of_ready']:.2f}"
+        f" held-idle-gpu-s={f['held_idle_gpu_s']:.0f} inversions={f['inversions']:.0f}"
+        f" setup={run.setup} jct-p50={f['jct_p50_s']:.0f} jct-p99={f['jct_p99_s']:.0f}"
+    )
+
+
+def requeue_time(kubeconfig: str, value: str | None) -> str:
+    """Argo's ``DEFAULT_REQUEUE_TIME`` for the next runs: the workflow-controller restarted with
+    ``value`` (``hack/cluster.py restart``); the cluster's setting when None. Returns it."""
+    if value is not None:
+        subprocess.run([sys.executable, str(ROOT / "hack/cluster.py"), "restart",
+                        "workflow-controller", "--env", f"DEFAULT_REQUEUE_TIME={value}"],
+                       check=True)  # fmt: skip
+    state = Path(kubeconfig).parent / "cluster.json"
+    settings: dict[str, str] = {}
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        settings = json.loads(state.read_text())["settings"]
+    return (
+        settings.get("workflow-controller DEFAULT_REQUEUE_TIME")
+        or settings.get("argo DEFAULT_REQUEUE_TIME")
+        or "10s"  # Argo's own default
+    )
+
+
 SETUPS = ("upstream", "trainweave", "trainweave-kept")
 
 
@@ -290,6 +328,9 @@ def main() -> int:
         Path.home() / ".cache/trainweave/cluster/kubeconfig"))  # fmt: skip
     ap.add_argument("--from-dump", help="no cluster: print the figures of the runs a --dump "
                     "file holds, worked out again")  # fmt: skip
+    ap.add_argument("--argo-requeue", action="append", metavar="DURATION", help="run every "
+                    "trace with Argo's DEFAULT_REQUEUE_TIME at DURATION (repeatable, e.g. 1s "
+                    "and Argo's default 10s; the workflow-controller is restarted with it)")  # fmt: skip
     args = ap.parse_args()
     if args.from_dump:
         for text in Path(args.from_dump).read_text(encoding="utf-8").splitlines():
@@ -305,8 +346,12 @@ def main() -> int:
     print(json.dumps({"machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
                       "versions": versions(), "settings": settings, "trainjobs": args.trainjobs,
                       "scale": args.scale, "seed": args.seed}))  # fmt: skip
-    lines = []
-    for name in args.trace or list(TRACES):
+    lines, handoffs = [], []
+    rounds = [(name, r) for r in (args.argo_requeue or [None]) for name in args.trace or TRACES]
+    requeue = ""
+    for i, (name, value) in enumerate(rounds):
+        if i == 0 or value != rounds[i - 1][1]:
+            requeue = requeue_time(args.kubeconfig, value)
         jobs = trace(name, args.trainjobs, args.seed, args.scale)
         if name == "sustained":
             print(json.dumps({"trace": name, "offered_gpus": round(offered_gpus(name), 2),
@@ -325,6 +370,9 @@ def main() -> int:
                 if setup == "upstream":
                     cluster.upstream(False)
             report(name, runs[-1])
+            if runs[-1].starts:
+                handoffs.append(handoff_line(name, runs[-1], versions()["argo"], requeue))
+                print(handoffs[-1], flush=True)
             if args.dump:
                 with open(args.dump, "a", encoding="utf-8") as out:
                     out.write(json.dumps({"trace": name, **asdict(runs[-1])}) + "\n")
@@ -334,7 +382,7 @@ def main() -> int:
         with contextlib.suppress(ModuleNotFoundError):
             plot(name, runs, Path(args.png_dir) / f"admission-{name}.png")
         lines.append(last_line(name, up, runs[1:]))
-    print("\n".join(lines))
+    print("\n".join(handoffs + lines))
     return 0
 
 
