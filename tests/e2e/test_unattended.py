@@ -162,7 +162,7 @@ def test_a_standby_an_hour_behind_takes_over_a_killed_leader_in_time(
         )
         took = time.monotonic() - killed
         print(f"failover with the standby an hour behind: {took:.1f} s")
-        record_property("failover_seconds", round(took, 1))  # in .cache/e2e/serial.xml
+        record_property("failover_seconds", round(took, 1))  # in .cache/e2e/*.xml
         assert took <= LEASE_DURATION + RETRY_PERIOD + POLL_SLACK, took
         wait_until("b ready as the leader", lambda: b.get("/readyz")[0] == 200, timeout=60)
     finally:
