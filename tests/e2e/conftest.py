@@ -31,6 +31,9 @@ from .kube import (
 from .real import EXAMPLE, NODE, ROOT, Json, argo_dir, workspace_volume
 from .service_account import apply_rbac, mint_token, token_kubeconfig
 
+# the upstream phase, once per run (upstream_phase.py): a fixture every e2e test may ask for
+from .upstream_phase import upstream_results as upstream_results
+
 CLUSTER_PY = Path(__file__).resolve().parents[2] / "hack" / "cluster.py"
 CHECKERS: dict[str, Integrity] = {}  # namespace -> its pods' watch (the ``namespace`` fixture)
 
@@ -61,8 +64,8 @@ def kube_api() -> Iterator[client.ApiClient]:
 @pytest.fixture(scope="session", autouse=True)
 def upstream_off(kube_api: client.ApiClient) -> None:
     """Kubeflow Trainer + JobSet off (hack/cluster.py state) before anything runs: a run that died
-    inside tests/e2e/test_upstream.py must not leave Trainer's controller and Kueue's TrainJob
-    integration acting on the next run's TrainJobs."""
+    inside the upstream phase (tests/e2e/upstream_phase.py) must not leave Trainer's controller
+    and Kueue's TrainJob integration acting on the next run's TrainJobs."""
     state = default_kubeconfig().parent / "cluster.json"
     if state.exists() and json.loads(state.read_text()).get("upstream"):
         subprocess.run([sys.executable, str(CLUSTER_PY), "upstream", "off"], check=True)

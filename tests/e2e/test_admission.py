@@ -7,6 +7,9 @@ GPU quota fits two trainers, so upstream runs the TrainJobs in three waves of tw
 included; trainweave runs every initializer at once and then the trainers two by two. Six, not
 four: with four the two makespans were within a few seconds of each other (step transitions cost
 trainweave up to Argo's requeue time each), and a test must not ride on that.
+
+The upstream run is tests/e2e/upstream_phase.py's ``admission`` half (upstream on once per run,
+its halves one after another, none beside this one); the trainweave run follows here, upstream off.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 import pytest
 
 from .kube import Kube, default_kubeconfig
+from .upstream_phase import ADMISSION_TRAINJOBS, UpstreamResults
 
 # benchmarks/admission.py is a script that imports its siblings as top-level modules: imported
 # by name, so that mypy checks it as a file (make typecheck) and not through this package.
@@ -25,15 +29,13 @@ admission: Any = importlib.import_module("benchmarks.admission")
 pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 
 
-def test_trainweave_holds_no_gpus_while_initializers_run(kube: Kube) -> None:
+def test_trainweave_holds_no_gpus_while_initializers_run(
+    kube: Kube, upstream_results: UpstreamResults
+) -> None:
+    upstream = upstream_results.admission.get()
+    n = ADMISSION_TRAINJOBS
+    jobs, up = upstream.trace, upstream.run
     cluster = admission.Cluster(str(default_kubeconfig()))
-    n = 6
-    jobs = admission.trace("init-heavy", n, seed=1, scale=0.5)
-    cluster.upstream(True)
-    try:
-        up = cluster.run("upstream", jobs, timeout=600)
-    finally:
-        cluster.upstream(False)
     tw = cluster.run("trainweave", jobs, timeout=600)
     assert [j.outcome for j in up.jobs] == ["Complete"] * n, up.jobs
     assert [j.outcome for j in tw.jobs] == ["Complete"] * n, tw.jobs

@@ -4,8 +4,10 @@ Upstream is Kubeflow Trainer v2.3.0's controller manager + the JobSet controller
 requires + Kueue's TrainJob integration (one Workload per TrainJob on one ClusterQueue), on the
 same engines (`hack/cluster.py upstream on`). Upstream and trainweave never manage the same
 TrainJob: the upstream half of every scenario runs first, all at once, in namespaces labelled
-``trainweave.test/upstream``; then upstream is switched off (Kueue back to its pod integration)
-and each scenario runs under trainweave's controller (docs/fidelity.md, "The dynamic oracle").
+``trainweave.test/upstream`` (tests/e2e/upstream_phase.py's ``oracle`` half, run with upstream's
+other halves while upstream is on once per run); then upstream is off (Kueue back to its pod
+integration) and each scenario runs under trainweave's controller (docs/fidelity.md, "The dynamic
+oracle").
 
 Per scenario the TrainJob's final status is compared: conditions in order of appearance (type,
 status, reason, message) and ``jobsStatus``. The differences found must be exactly those
@@ -18,7 +20,6 @@ annotation, the Workflows made, the quota released, the CLI's status): one run p
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import signal
@@ -45,71 +46,22 @@ from .kube import (
     load_manifest,
     wait_until,
 )
-from .pipelines import RJOBS, apply, example, for_upstream, trainjob, workflows, workload_done
-
-# as in test_admission.py: the script checked as a file, not followed from here
-admission: Any = importlib.import_module("benchmarks.admission")
+from .pipelines import RJOBS, apply, example, workflows, workload_done
+from .upstream_phase import SCENARIOS, UpstreamResults, terminal
 
 pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 ROOT = Path(__file__).resolve().parents[2]
 FIDELITY = ROOT / "docs" / "fidelity.md"
-UPSTREAM_LABEL = "trainweave.test/upstream"
 Json = dict[str, Any]
-
-# scenario -> example() knobs (tests/e2e/pipelines.py): pod outcomes per replicatedJob and attempt
-SCENARIOS: dict[str, dict[str, Any]] = {
-    "success": {},
-    "permanent-failure": {"codes": {"node": [1]}},  # the runtime's FailJob rule (exit 1 or 2)
-    "retryable-then-success": {"codes": {"node": [3, 0]}},  # counted, then the retry succeeds
-    "backoff-exhausted": {"codes": {"node": [3, 3, 3]}},  # backoffLimitPerIndex: 2
-    "max-restarts": {"codes": {"node": [1]}, "max_restarts": 1},
-    "deadline": {"deadline": 25, "durations": {"node": "600s"}},
-}
-
-
-def cluster(*args: str) -> None:
-    subprocess.run([sys.executable, str(ROOT / "hack" / "cluster.py"), *args], check=True)
-
-
-def terminal(kube: Kube, ns: str) -> Json | None:
-    tj = trainjob(kube, ns)
-    for ctype in ("Complete", "Failed"):
-        c = condition(tj, ctype)
-        if c and c.get("status") == "True":
-            return tj
-    return None
 
 
 @pytest.fixture(scope="module")
-def upstream_runs(kube: Kube) -> dict[str, Json]:
-    """Every scenario's TrainJob as upstream ends it (all run at once); upstream is off again
-    (its namespaces gone) before any trainweave run starts."""
-    cluster("upstream", "on")
-    made: dict[str, str] = {}
-    try:
-        for name, knobs in SCENARIOS.items():
-            ns = f"upstream-{name}-{uuid.uuid4().hex[:5]}"
-            kube.create_namespace(ns, {E2E_NAMESPACE_LABEL: "true", UPSTREAM_LABEL: "true"})
-            made[name] = ns
-            for obj in admission.queues(ns, upstream=True, gpus=16):
-                plural = "clusterqueues" if obj["kind"] == "ClusterQueue" else "localqueues"
-                kube.create(KUEUE, plural, obj, obj["metadata"].get("namespace"))
-            tj, rt = example(ns, **knobs)
-            for_upstream(ns, tj, rt)
-            apply(kube, ns, tj, rt)
-        return {
-            name: wait_until(f"upstream {name} ends", partial(terminal, kube, ns), timeout=300)
-            for name, ns in made.items()
-        }
-    finally:
-        for ns in made.values():
-            for wl in kube.list(KUEUE, "workloads", ns):
-                kube.delete(KUEUE, "workloads", wl["metadata"]["name"], ns)
-            kube.delete_namespace(ns)
-            kube.delete(KUEUE, "clusterqueues", f"{ns}-all")
-        for ns in made.values():  # deleted together, awaited together: upstream's controllers
-            kube.delete_namespace(ns, wait=120)  # finalize their objects before they stop
-        cluster("upstream", "off")
+def upstream_runs(upstream_results: UpstreamResults) -> dict[str, Json]:
+    """Every scenario's TrainJob as upstream ended it (all run at once, ``SCENARIOS``: the
+    ``oracle`` half of tests/e2e/upstream_phase.py); upstream is off again (its namespaces gone)
+    before any trainweave run starts. When that half raised, every test here errors with its
+    traceback, and the trainweave half does not run."""
+    return upstream_results.oracle.get()
 
 
 def status(tj: Json) -> Json:
