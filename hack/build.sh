@@ -101,6 +101,9 @@ moddir() { go mod download -json "$1" | python3 -c 'import json,sys; d=json.load
 # JobSet: the version Trainer's go.mod requires (the one its JobSet builder is written against), so
 # TRAINER_VERSION pins it too.
 jobset_version() { awk '$1 == "sigs.k8s.io/jobset" { print $2 }' "$(moddir "github.com/kubeflow/trainer/v2@$TRAINER_VERSION")/go.mod"; }
+# The ProvisioningRequest API (its CRD, installed before Kueue starts): the cluster-autoscaler apis
+# module at the version Kueue's go.mod requires (docs/provisioning.md), so KUEUE_VERSION pins it.
+autoscaler_apis_version() { awk '$1 == "k8s.io/autoscaler/cluster-autoscaler/apis" { print $2 }' "$(moddir "sigs.k8s.io/kueue@$KUEUE_VERSION")/go.mod"; }
 
 sources() {  # module folders holding CRDs, webhook manifests and kwok Stages (read-only, in GOMODCACHE)
   {
@@ -109,6 +112,7 @@ sources() {  # module folders holding CRDs, webhook manifests and kwok Stages (r
     echo "TRAINER_DIR=$(moddir github.com/kubeflow/trainer/v2@$TRAINER_VERSION)"
     echo "KWOK_DIR=$(moddir sigs.k8s.io/kwok@$KWOK_VERSION)"
     echo "JOBSET_DIR=$(moddir "sigs.k8s.io/jobset@$(jobset_version)")"
+    echo "AUTOSCALER_APIS_DIR=$(moddir "k8s.io/autoscaler/cluster-autoscaler/apis@$(autoscaler_apis_version)")"
   } >"$ENG/sources.env.tmp"
   mv "$ENG/sources.env.tmp" "$ENG/sources.env"
 }
@@ -231,7 +235,7 @@ oracle() {  # hack/oracle linked against the pinned Trainer module (go.mod gener
 # The oracle's stamp follows its source, so editing hack/oracle/main.go rebuilds it.
 ORACLE_STAMP="oracle-$(sha256sum "$ROOT/hack/oracle/main.go" | cut -c1-12)"
 
-step sources-2 sources
+step sources-3 sources  # -3: AUTOSCALER_APIS_DIR added (the stamp makes an engines folder write it again)
 step "$ORACLE_STAMP" oracle
 if [[ "${1:-}" == "oracle" ]]; then echo "build.sh: oracle ready in $BIN"; exit 0; fi
 if [[ "${1:-}" == "node" ]]; then step kubelet kubelet; step coredns coredns; echo "build.sh: node binaries ready in $BIN"; exit 0; fi

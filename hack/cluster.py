@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The e2e control plane on this machine, without Docker: up | down | status | env | with |
-upstream | restart | kueue-config | render.
+upstream | restart | kueue-config | provisioner | render.
 
 etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok are started by
 `kwokctl --runtime binary` (loopback only, free ports, own PKI); the Kueue manager, Argo's
@@ -13,8 +13,9 @@ Each engine's start is in hack/control_plane.py, what the engines are given (nod
 Stages, Kueue config, webhooks, flavors) in hack/engine_config.py, paths, state, processes and
 certificates in hack/common.py; `upstream on|off` (Trainer + JobSet) is in hack/upstream.py,
 `restart` in hack/restart.py, `kueue-config` (another waitForPodsReady) in
-hack/kueue_config.py, and whether `with -- CMD` (make e2e, bench-admission) starts and stops
-the cluster around CMD in hack/cluster_with.py. State (kubeconfig, pids, logs, certs) lives in
+hack/kueue_config.py, `provisioner on|off` (the ProvisioningRequest stand-in as a cluster
+process) in hack/provisioning.py, and whether `with -- CMD` (make e2e, bench-admission) starts
+and stops the cluster around CMD in hack/cluster_with.py. State (kubeconfig, pids, logs, certs) lives in
 $TRAINWEAVE_STATE_DIR, by default ${XDG_CACHE_HOME:-~/.cache}/trainweave/cluster.
 docs/local-control-plane.md explains it.
 """
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import kueue_config
+import provisioning
 import restart
 import upstream
 import yaml
@@ -176,7 +178,7 @@ def cmd_down(args: argparse.Namespace) -> None:
     state = load_state()
     if (STATE / "node.json").exists():  # the real node (hack/node.py) first: it talks to the API
         run(sys.executable, HACK / "node.py", "down", check=False)
-    for name in ("trainer", "jobset", "argo-server", "workflow-controller", "kueue"):
+    for name in ("provisioner", "trainer", "jobset", "argo-server", "workflow-controller", "kueue"):
         pid = ((state or {}).get("pids") or {}).get(name)
         if pid:
             stop_pid(int(pid), name)
@@ -333,6 +335,7 @@ def main() -> None:
         "later restarts; not for kube-apiserver), e.g. workflow-controller --arg=--qps=50",
     )
     kueue_config.add_parser(sub)
+    provisioning.add_parser(sub)
     rd = sub.add_parser("render", help="write nodes/Stages/flavors/Kueue config for kind-up")
     rd.add_argument("--out", required=True)
     wi = sub.add_parser(
@@ -348,6 +351,7 @@ def main() -> None:
     commands["with"] = cmd_with
     commands["restart"] = restart.cmd_restart
     commands["kueue-config"] = kueue_config.cmd_kueue_config
+    commands["provisioner"] = provisioning.cmd_provisioner
     commands[args.cmd](args)
 
 

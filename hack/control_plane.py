@@ -1,6 +1,7 @@
 """The local control plane's processes, one function per engine as `hack/cluster.py up` starts
 them: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok by `kwokctl
---runtime binary`; the fake nodes and the pinned CRDs; the Kueue manager (also restarted by
+--runtime binary`; the fake nodes and the pinned CRDs (the ProvisioningRequest one before Kueue
+starts); the Kueue manager (also restarted by
 upstream.py and kueue_config.py), Argo's workflow-controller and `argo server` as plain
 processes with pid files; the ResourceFlavors. What each is given is built in engine_config.py.
 """
@@ -21,6 +22,7 @@ from common import (
     apiserver_ready,
     die,
     free_port,
+    go_module,
     http_ok,
     kwok_cluster_dir,
     kwok_workdir,
@@ -33,6 +35,7 @@ from common import (
     wait_for,
 )
 from engine_config import (
+    AUTOSCALER_APIS,
     KUEUE_FRAMEWORKS,
     NODE_COUNT,
     flavor_manifests,
@@ -97,16 +100,20 @@ def create_nodes(kubectl_args: list[str]) -> None:
     run(*kubectl_args, "create", "-f", nodes, capture=True)
 
 
-def install_crds(kubectl_args: list[str], apply: list[str], sources: dict[str, str]) -> None:
-    """CRDs from the pinned modules, server-side applied (Argo's Workflow CRD is 2.8 MB) and
-    waited for Established; then the kueue-system and argo namespaces."""
-    kueue_dir, argo_dir = Path(sources["KUEUE_DIR"]), Path(sources["ARGO_DIR"])
-    trainer_dir, jobset_dir = Path(sources["TRAINER_DIR"]), Path(sources["JOBSET_DIR"])
-    crds = sorted((kueue_dir / "config/components/crd/bases").glob("*.yaml"))
-    crds += sorted((argo_dir / "manifests/base/crds/full").glob("argoproj.io_*.yaml"))
-    crds += sorted((trainer_dir / "manifests/base/crds").glob("trainer.kubeflow.org_*.yaml"))
-    crds += sorted((jobset_dir / "config/components/crd/bases").glob("jobset.x-k8s.io_*.yaml"))
-    log(f"installing {len(crds)} CRDs")
+def provisioning_crd(sources: dict[str, str]) -> Path:
+    """The ProvisioningRequest CRD of the module k8s.io/autoscaler/cluster-autoscaler/apis at the
+    version Kueue's go.mod requires (docs/provisioning.md): hack/build.sh's AUTOSCALER_APIS_DIR,
+    else downloaded now (a sources.env written before it named that module)."""
+    folder = sources.get("AUTOSCALER_APIS_DIR")
+    if not folder:
+        gomod = (Path(sources["KUEUE_DIR"]) / "go.mod").read_text().split()
+        version = gomod[gomod.index(AUTOSCALER_APIS) + 1]
+        folder = str(go_module(f"{AUTOSCALER_APIS}@{version}")["Dir"])
+    return Path(folder) / "config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml"
+
+
+def apply_crds(kubectl_args: list[str], apply: list[str], crds: list[Path]) -> None:
+    """CRD files server-side applied (Argo's Workflow CRD is 2.8 MB), waited for Established."""
     run(*apply, *[a for f in crds for a in ("-f", str(f))], capture=True)
     run(
         *kubectl_args,
@@ -116,6 +123,22 @@ def install_crds(kubectl_args: list[str], apply: list[str], sources: dict[str, s
         *[f"crd/{yaml.safe_load(f.read_text())['metadata']['name']}" for f in crds],
         capture=True,
     )
+
+
+def install_crds(kubectl_args: list[str], apply: list[str], sources: dict[str, str]) -> None:
+    """CRDs from the pinned modules, waited for Established; then the kueue-system and argo
+    namespaces. The ProvisioningRequest CRD is among them: Kueue sets its provisioning admission
+    check controller up only when the API serves ProvisioningRequests at its start
+    (cmd/kueue/main.go:512-526), and it is idle until a ClusterQueue uses such a check."""
+    kueue_dir, argo_dir = Path(sources["KUEUE_DIR"]), Path(sources["ARGO_DIR"])
+    trainer_dir, jobset_dir = Path(sources["TRAINER_DIR"]), Path(sources["JOBSET_DIR"])
+    crds = sorted((kueue_dir / "config/components/crd/bases").glob("*.yaml"))
+    crds += sorted((argo_dir / "manifests/base/crds/full").glob("argoproj.io_*.yaml"))
+    crds += sorted((trainer_dir / "manifests/base/crds").glob("trainer.kubeflow.org_*.yaml"))
+    crds += sorted((jobset_dir / "config/components/crd/bases").glob("jobset.x-k8s.io_*.yaml"))
+    crds.append(provisioning_crd(sources))
+    log(f"installing {len(crds)} CRDs")
+    apply_crds(kubectl_args, apply, crds)
     run(*kubectl_args, "create", "namespace", "kueue-system", capture=True)
     run(*kubectl_args, "create", "namespace", "argo", capture=True)
 

@@ -13,6 +13,9 @@ import yaml
 
 HACK = Path(__file__).resolve().parent
 
+# the Go module of the ProvisioningRequest API (its CRD: config/crd/...), at the version Kueue's
+# go.mod requires (hack/build.sh sources; docs/provisioning.md)
+AUTOSCALER_APIS = "k8s.io/autoscaler/cluster-autoscaler/apis"
 E2E_LABEL = "trainweave.test/e2e"
 POOL_LABEL = "trainweave.test/pool"
 # Namespaces where upstream (Kubeflow Trainer + JobSet) runs TrainJobs: their webhooks see only these.

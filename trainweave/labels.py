@@ -145,6 +145,12 @@ class EventReason(enum.StrEnum):
 
     STEP_WAITING_FOR_QUOTA = "StepWaitingForQuota"
     STEP_ADMITTED = "StepAdmitted"
+    # a step's admission check (a ProvisioningRequest, integrations/views/read/checks.py): it
+    # holds the step's quota while capacity is provisioned; it took the quota back and Kueue
+    # makes a new request (Retry); Kueue deactivated the step's Workload (Rejected)
+    STEP_WAITING_FOR_CAPACITY = "StepWaitingForCapacity"
+    STEP_CAPACITY_RETRY = "StepCapacityRetry"
+    STEP_CAPACITY_REJECTED = "StepCapacityRejected"
     # a step pod stopped by Kueue or disrupted (integrations/views/read/disruption.py): not counted
     STEP_DISRUPTED = "StepDisrupted"
     # Trainer v2.3.0's reason when it cannot create a TrainJob's objects (trainjob_controller.go)

@@ -1,7 +1,8 @@
 """The states other engines write and trainweave reads, as ``StrEnum``s (a member compares equal
 to its wire string): Argo node and Workflow phases (argo v4.0.7 ``pkg/apis/workflow/v1alpha1``
 ``NodePhase``, ``WorkflowPhase``), pod phases (k8s.io/api core/v1 ``PodPhase``), Kueue Workload
-condition types (kueue v0.19.2 ``apis/kueue/v1beta2/workload_types.go``), condition statuses
+condition types (kueue v0.19.2 ``apis/kueue/v1beta2/workload_types.go``) and admission check
+states (``CheckState``), condition statuses
 (metav1 ``ConditionStatus``), and ``Condition``, one entry of a ``status.conditions`` list.
 TrainJob condition types and reasons are ``labels.ConditionType`` and ``labels.Reason``;
 tests/unit/test_invariants.py keeps the wire strings here.
@@ -43,6 +44,16 @@ class KueueCondition(enum.StrEnum):
     ADMITTED = "Admitted"
     FINISHED = "Finished"
     EVICTED = "Evicted"
+
+
+class CheckState(enum.StrEnum):
+    """An admission check's ``state`` on a Workload (kueue v0.19.2
+    ``apis/kueue/v1beta2/admissioncheck_types.go:23-44``, ``status.admissionChecks[].state``)."""
+
+    PENDING = "Pending"
+    READY = "Ready"
+    RETRY = "Retry"
+    REJECTED = "Rejected"
 
 
 class ConditionStatus(enum.StrEnum):

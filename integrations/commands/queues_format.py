@@ -1,9 +1,9 @@
 """``trainweave queues``: a ``queues_view`` as the default table (per ClusterQueue a quota line,
-then one row per step). Pure."""
+then one row per step, and a line per step an admission check holds or evicted). Pure."""
 
 from __future__ import annotations
 
-from trainweave.integrations.views.read import quota
+from trainweave.integrations.views.read import capacity, quota
 from trainweave.integrations.views.read.queues_view import QueueRow
 
 
@@ -17,6 +17,8 @@ def format_table(view: tuple[QueueRow, ...]) -> str:
         head = f"ClusterQueue {title}"
         if cq.name:
             head += f"  cohort: {cq.cohort or '-'}  admitted: {cq.admitted}  pending: {cq.pending}"
+        if cq.waiting_for_capacity:
+            head += f"  waiting for capacity: {cq.waiting_for_capacity}"
         lines.append(head)
         for flavor in dict.fromkeys(x.flavor for x in cq.quota):
             used = ", ".join(
@@ -31,6 +33,9 @@ def format_table(view: tuple[QueueRow, ...]) -> str:
                 for sr in p.steps:
                     q = sr.quota
                     state = q.state + (f" ({q.reason})" if q.reason else "")
+                    state += " (waiting for capacity)" if q.waiting_for_capacity else ""
+                    if note := capacity.note(q):
+                        notes.append(f"  {ns.namespace}/{p.trainjob} {q.step}: {note}")
                     rows.append(
                         (
                             ns.namespace,

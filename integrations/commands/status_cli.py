@@ -3,7 +3,9 @@
 ``status`` reads the live TrainJob, its Workflows and pods (label ``trainweave.io/trainjob``)
 and the step Workloads, folds them with the same pure functions the controller
 uses (``rollup``, ``quota``) and prints a table. Workloads that are gone are
-shown from the ``trainweave.io/quota`` annotation. ``status --timeline`` also reads the
+shown from the ``trainweave.io/quota`` annotation. A step an admission check holds or evicted
+(``capacity``) gets a line, with its ProvisioningRequest's conditions when the namespace's
+requests can be listed. ``status --timeline`` also reads the
 namespace's Events about Workloads (Kueue's wait reasons) and prints ``timeline``'s Gantt chart
 (or its JSON, or a PNG). ``queues`` lists ClusterQueues,
 LocalQueues, Workloads, TrainJobs and Workflows once (read only) and prints
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +25,7 @@ from typing import Any, TextIO
 from trainweave import labels, yamlout
 from trainweave.integrations.commands import queues_format, timeline_format
 from trainweave.integrations.views.decide import verdict
-from trainweave.integrations.views.read import queues_view, quota, timeline
+from trainweave.integrations.views.read import capacity, queues_view, quota, timeline
 from trainweave.integrations.views.read.argo_view import WorkflowView
 from trainweave.integrations.views.read.bodies import Meta, TrainJobBody, list_at
 from trainweave.integrations.views.read.observed import Observed, observed, quota_records
@@ -52,8 +55,28 @@ def observe(send: api.Send, namespace: str, name: str) -> Observed:
     )
 
 
-def print_status(obs: Observed, now: datetime, out: TextIO) -> None:
-    """Print the status report of ``obs``."""
+def step_records(obs: Observed, now: datetime) -> list[quota.StepQuota]:
+    """The quota records of ``obs``'s steps: the live Workloads', and the ``trainweave.io/quota``
+    annotation's for those that are gone (``quota.merge``)."""
+    ann = Meta.of(obs.trainjob).annotation(labels.QUOTA_ANNOTATION)
+    return quota.merge(quota.decode(ann), quota_records(obs, now))
+
+
+def provisioning_requests(send: api.Send, namespace: str) -> dict[str, Json]:
+    """The namespace's ProvisioningRequests by name; {} when they cannot be read (no CRD, or no
+    ``list`` on them: the report then says what the step's Workload says)."""
+    try:
+        found = list_all(send, api.PROVISIONING_REQUEST, namespace)
+    except api.ApiError:
+        return {}
+    return {Meta.of(r).name: r for r in found}
+
+
+def print_status(
+    obs: Observed, now: datetime, out: TextIO, requests: Mapping[str, Json] | None = None
+) -> None:
+    """Print the status report of ``obs``; ``requests``: the ProvisioningRequests by name
+    (``provisioning_requests``), whose conditions a step waiting for capacity shows."""
     tj = obs.trainjob
     body = TrainJobBody.of(tj)
     meta = body.meta
@@ -64,9 +87,7 @@ def print_status(obs: Observed, now: datetime, out: TextIO) -> None:
     out.write(f"attempt: {prog.attempt + 1} (maxRestarts {prog.max_restarts})\n")
     for c in conds:
         out.write(f"  {c['type']}={c['status']} {c.get('reason', '')}: {c.get('message', '')}\n")
-    live = {q.workload: q for q in quota_records(obs, now)}
-    ann = meta.annotation(labels.QUOTA_ANNOTATION)
-    records = quota.merge(quota.decode(ann), live.values())
+    records = step_records(obs, now)
     by_group = {q.workload: q for q in records}
     rows = [
         ("STEP", "ROLE", "PHASE", "QUEUE", "CLUSTERQUEUE", "ADMISSION", "WAIT", "HOLD", "GPU-h")
@@ -78,6 +99,7 @@ def print_status(obs: Observed, now: datetime, out: TextIO) -> None:
             admission = "-"
             if q is not None:
                 admission = q.state + (f" ({q.reason})" if q.reason else "")
+                admission += " (waiting for capacity)" if q.waiting_for_capacity else ""
             rows.append(
                 (
                     info.step + (f" [{v.name}]" if len(obs.workflows) > 1 else ""),
@@ -107,6 +129,12 @@ def print_status(obs: Observed, now: datetime, out: TextIO) -> None:
         if q.evictions:
             told = ", ".join(f"{reason} x{n}" for reason, n in q.evictions.items())
             out.write(f"  evicted {q.step} ({q.workload}): {told}\n")
+    for q in records:
+        if note := capacity.note(q):
+            out.write(f"  capacity {q.step} ({q.workload}): {note}\n")
+            if q.request in (requests or {}):
+                said = capacity.request_conditions((requests or {})[q.request])
+                out.write(f"    ProvisioningRequest {q.request}: {said}\n")
     for v in obs.owned_views:
         for line in disruption_lines(v):
             out.write(f"  {line}\n")
@@ -215,7 +243,10 @@ def main(
         err.write(f"error: {exc}\n")
         return 1
     if not opts.on:
-        print_status(obs, datetime.now(UTC), out)
+        now = datetime.now(UTC)
+        asked = [q for q in step_records(obs, now) if q.request and capacity.note(q)]
+        requests = provisioning_requests(client.send, namespace) if asked else {}
+        print_status(obs, now, out, requests)
         if TrainJobBody.of(obs.trainjob).managed_by == MULTIKUEUE:
             try:
                 wls = list_all(client.send, api.WORKLOAD, namespace)

@@ -1,6 +1,6 @@
 """``trainweave status NAME --timeline``: a ``timeline.Timeline`` as text (a Gantt chart of one
 bar per step attempt on a common time axis, 100 columns wide, then a table and the reasons steps
-waited) and as JSON (``-o json``). Pure.
+waited, for quota and for capacity) and as JSON (``-o json``). Pure.
 """
 
 from __future__ import annotations
@@ -8,19 +8,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from trainweave.integrations.views.read.quota import format_duration
+from trainweave.integrations.views.read.quota import QuotaState, format_duration
 from trainweave.integrations.views.read.timeline import Row, SpanKind, Timeline
 from trainweave.integrations.views.read.times import format_time
 
 Json = dict[str, Any]
 WIDTH = 100  # the whole chart line, label included
 LABEL_MAX = 30
-MARKS = {SpanKind.WAIT: ".", SpanKind.HELD: "=", SpanKind.RUN: "#"}
+MARKS = {SpanKind.WAIT: ".", SpanKind.CAPACITY: "~", SpanKind.HELD: "=", SpanKind.RUN: "#"}
 HEADER = (
     *("STEP", "QUEUE", "CLUSTERQUEUE", "STATE", "WAITED", "HELD", "RAN", "GPUS"),
     *("GPU-S HELD", "GPU-S USED"),
 )
 LEGEND = ". waiting for quota   = quota held, no pod running   # running"
+LEGEND_CAPACITY = "~ quota held, waiting for capacity (an admission check)"
 
 
 def label(row: Row) -> str:
@@ -30,7 +31,8 @@ def label(row: Row) -> str:
 
 def bar(row: Row, tl: Timeline, width: int) -> str:
     """The row's spans painted on ``width`` columns of ``tl.start`` -> ``tl.end``; a span that
-    lasted at all gets at least one column; running wins over held, held over waiting."""
+    lasted at all gets at least one column; running wins over held, held over waiting for
+    capacity, that over waiting for quota."""
     total = (tl.end - tl.start).total_seconds()
     cells = [" "] * width
 
@@ -39,7 +41,7 @@ def bar(row: Row, tl: Timeline, width: int) -> str:
             return 0
         return min(width - 1, int((t - tl.start).total_seconds() / total * width))
 
-    for kind in (SpanKind.WAIT, SpanKind.HELD, SpanKind.RUN):
+    for kind in (SpanKind.WAIT, SpanKind.CAPACITY, SpanKind.HELD, SpanKind.RUN):
         for span in (s for s in row.spans if s.kind == kind and s.seconds > 0):
             a = col(span.start)
             b = max(a + 1, col(span.end) if span.end < tl.end else width)
@@ -73,10 +75,12 @@ def format_text(tl: Timeline) -> str:
     for lab, row in zip(labels, tl.rows, strict=True):
         out.append(f"{lab[:lw].ljust(lw)} |{bar(row, tl, width)}|")
     out.append(" " * (lw + 2) + LEGEND)
+    if any(r.seconds(SpanKind.CAPACITY) for r in tl.rows):
+        out.append(" " * (lw + 2) + LEGEND_CAPACITY)
     out.append("")
     table = [HEADER]
     for r in tl.rows:
-        held = r.seconds(SpanKind.HELD) + r.seconds(SpanKind.RUN)
+        held = r.held_seconds
         table.append(
             (
                 label(r),
@@ -94,10 +98,17 @@ def format_text(tl: Timeline) -> str:
     widths = [max(len(t[i]) for t in table) for i in range(len(table[0]))]
     for t in table:
         out.append("  ".join(c.ljust(w) for c, w in zip(t, widths, strict=True)).rstrip())
-    waited = [r for r in tl.rows if r.reason or r.evicted]
-    if waited:
-        out.append("")
-    for r in waited:
+    why = [line for r in tl.rows for line in _why(r)]
+    if why:
+        out += ["", *why]
+    return "\n".join(out) + "\n"
+
+
+def _why(r: Row) -> list[str]:
+    """Why ``r`` waited: for quota (Kueue's reason, an eviction), and for capacity (the
+    admission check, its ProvisioningRequest; ``capacity.note``)."""
+    out = []
+    if r.reason or r.evicted:
         where = f"{r.queue or '-'} (ClusterQueue {r.cluster_queue or '-'})"
         line = f"{label(r)} waited {format_duration(r.seconds(SpanKind.WAIT))} in {where}"
         if r.evicted:
@@ -105,7 +116,17 @@ def format_text(tl: Timeline) -> str:
         if r.reason:
             line += f": {r.reason}: {r.message}".rstrip(": ")
         out.append(line)
-    return "\n".join(out) + "\n"
+    held = format_duration(r.seconds(SpanKind.CAPACITY))
+    if r.capacity and r.state == QuotaState.RESERVED:  # still waiting: capacity.waiting
+        out.append(f"{label(r)} has held its quota {held} {r.capacity}")
+    elif r.capacity:  # an admission check took the quota back: capacity.lost
+        out.append(f"{label(r)}: {r.capacity}")
+    elif r.seconds(SpanKind.CAPACITY):
+        request = f"ProvisioningRequest {r.request}" if r.request else "capacity"
+        out.append(
+            f"{label(r)} held its quota {held} waiting for {request} (admission check {r.check})"
+        )
+    return out
 
 
 def to_json(tl: Timeline) -> Json:
@@ -130,8 +151,12 @@ def to_json(tl: Timeline) -> Json:
                 "running": _time(r.running),
                 "ended": _time(r.ended),
                 "waitedSeconds": round(r.seconds(SpanKind.WAIT), 3),
-                "heldSeconds": round(r.seconds(SpanKind.HELD) + r.seconds(SpanKind.RUN), 3),
+                "heldSeconds": round(r.held_seconds, 3),
+                "capacitySeconds": round(r.seconds(SpanKind.CAPACITY), 3),
                 "runningSeconds": round(r.seconds(SpanKind.RUN), 3),
+                "check": r.check,
+                "request": r.request,
+                "capacity": r.capacity,
                 "gpus": r.gpus,
                 "gpuSecondsHeld": r.gpu_seconds_held,
                 "gpuSecondsUsed": r.gpu_seconds_used,

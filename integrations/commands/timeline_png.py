@@ -1,6 +1,7 @@
 """``trainweave status NAME --timeline-png FILE``: a ``timeline.Timeline`` drawn as the admission
 benchmark draws its GPU timelines (``benchmarks/admission.py plot``: one horizontal bar per row,
-light for GPUs reserved, dark for running), plus the waits in grey. matplotlib is optional
+light for GPUs reserved, dark for running), plus the waits in grey and the holds waiting for
+capacity in red. matplotlib is optional
 (``pip install matplotlib``, not a dependency): imported only here, only when asked.
 """
 
@@ -13,9 +14,19 @@ from typing import Any
 from trainweave.integrations.commands.timeline_format import label
 from trainweave.integrations.views.read.timeline import SpanKind, Timeline
 
-COLORS = {SpanKind.WAIT: "#bababa", SpanKind.HELD: "#f4a582", SpanKind.RUN: "#2166ac"}
-HEIGHTS = {SpanKind.WAIT: 0.3, SpanKind.HELD: 0.8, SpanKind.RUN: 0.4}
-DRAWN_AS = {SpanKind.WAIT: (), SpanKind.HELD: (), SpanKind.RUN: (SpanKind.HELD,)}
+COLORS = {
+    SpanKind.WAIT: "#bababa",
+    SpanKind.CAPACITY: "#d6604d",
+    SpanKind.HELD: "#f4a582",
+    SpanKind.RUN: "#2166ac",
+}
+HEIGHTS = {SpanKind.WAIT: 0.3, SpanKind.CAPACITY: 0.8, SpanKind.HELD: 0.8, SpanKind.RUN: 0.4}
+DRAWN_AS = {
+    SpanKind.WAIT: (),
+    SpanKind.CAPACITY: (),
+    SpanKind.HELD: (),
+    SpanKind.RUN: (SpanKind.HELD,),
+}
 MISSING = "drawing a PNG needs matplotlib, which is not installed: pip install matplotlib"
 
 
@@ -35,7 +46,7 @@ def png(tl: Timeline) -> bytes:
     fig, ax = plt.subplots(figsize=(10, 0.4 * len(names) + 1.6))
     try:
         for y, row in enumerate(tl.rows):
-            for kind in (SpanKind.WAIT, SpanKind.HELD, SpanKind.RUN):
+            for kind in (SpanKind.WAIT, SpanKind.CAPACITY, SpanKind.HELD, SpanKind.RUN):
                 # as the benchmark: the light bar is all the hold, running drawn over it
                 for s in (s for s in row.spans if s.kind == kind or kind in DRAWN_AS[s.kind]):
                     left = (s.start - tl.start).total_seconds()
@@ -45,7 +56,7 @@ def png(tl: Timeline) -> bytes:
         ax.set_xlabel("seconds since the first step was created")
         ax.set_title(
             f"{tl.namespace}/{tl.name} ({tl.state}); grey: waiting for quota, "
-            "light: quota held, dark: running",
+            "red: quota held waiting for capacity, light: quota held, dark: running",
             fontsize=9,
         )
         fig.tight_layout()

@@ -168,9 +168,10 @@ def test_dnat_rule() -> None:
     assert rule[rule.index("--to-destination") + 1] == "127.0.0.1:34567"
 
 
+SUBCOMMANDS = ("up", "down", "status", "env", "upstream", "restart", "kueue-config")
 CLI = [
     pytest.param("cluster.py", [sub, "-h"], id=f"cluster-{sub}")
-    for sub in ("up", "down", "status", "env", "upstream", "restart", "kueue-config", "render")
+    for sub in (*SUBCOMMANDS, "provisioner", "render")
 ] + [
     pytest.param("cluster.py", ["with", "-h"], id="cluster-with"),
     pytest.param("images.py", ["build", "-h"], id="images-build"),

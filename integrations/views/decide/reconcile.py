@@ -30,7 +30,7 @@ from trainweave.codecs import Stop
 from trainweave.integrations.views.decide import kept, stranded
 from trainweave.integrations.views.decide import verdict as judging
 from trainweave.integrations.views.decide.rollup import is_finished, rollup
-from trainweave.integrations.views.read import disruption, quota
+from trainweave.integrations.views.read import capacity, checks, disruption, quota
 from trainweave.integrations.views.read.argo_nodes import workflow_of
 from trainweave.integrations.views.read.argo_view import FAILED, WorkflowView
 from trainweave.integrations.views.read.bodies import (
@@ -57,7 +57,7 @@ from trainweave.labels import (
     StoppedFor,
     TrainJobState,
 )
-from trainweave.states import PodPhase
+from trainweave.states import CheckState, PodPhase
 
 Json = dict[str, Any]
 FOREGROUND = "foregroundDeletion"  # the GC's finalizer on an owner deleted in foreground
@@ -187,18 +187,20 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Actions, now: 
     ends = stranded.patch(raw, format_time(now)) if raw is not None else None
     if ends is not None:  # else Argo starts an attempt Kueue never admits (stranded.py)
         out.requests.append(_patch_wf(ns, latest.name, ends))
-    latest = _disruptions(obs.trainjob, latest, wf_pods, out, now)
+    latest = _disruptions(obs, latest, wf_pods, out, now)
     verdict = judging.first(latest)
     if verdict:
         out.requests.append(_stop(ns, latest, Stop(StoppedFor.JOB_FAILED, verdict.job)))
 
 
 def _disruptions(
-    tj: Json, wf: WorkflowView, pods: list[Json], out: Actions, now: datetime
+    obs: Observed, wf: WorkflowView, pods: list[Json], out: Actions, now: datetime
 ) -> WorkflowView:
     """``wf`` judged with the disruptions its pods show now (``disruption.observe``), which are
     recorded on the Workflow first (Kueue deletes a stopped pod once it is replaced), with an
-    Event per new one."""
+    Event per new one (saying which capacity request failed when an admission check evicted the
+    step: ``_capacity_cause``)."""
+    tj = obs.trainjob
     record = disruption.observe(wf.disruptions, wf.name, pods)
     if record == wf.disruptions:
         return wf
@@ -209,8 +211,27 @@ def _disruptions(
             f"step {step}: pods {', '.join(mark.pods)} {mark.type} ({mark.reason}): they and"
             " the gang peers that fail after them do not count against the step's retries"
         )
+        if checks.EVICTED_RETRY in mark.reason:  # WorkloadEvictedDueTo[DeactivatedDueTo]Adm..
+            msg += _capacity_cause(obs, wf, step, pods, now)
         out.after_start.append(event(tj, EventType.NORMAL, EventReason.STEP_DISRUPTED, msg, now))
     return dataclasses.replace(wf, disruptions=record)
+
+
+def _capacity_cause(
+    obs: Observed, wf: WorkflowView, step: str, pods: list[Json], now: datetime
+) -> str:
+    """``; <why>`` when an admission check evicted ``step``'s Workload (``capacity.lost``), the
+    request named from the stopped pods' consume annotation when the Workload no longer says;
+    "" otherwise."""
+    groups = {g for g, info in wf.groups.items() if info.step == step}
+    wl = next((w for w in obs.workloads if Meta.of(w).name in groups), None)
+    q = quota.step_quota(wl, {"step": step}, now) if wl is not None else None
+    if q is None or not q.evicted_by_check:
+        return ""
+    if not q.request:
+        named = {Meta.of(p).annotation(checks.CONSUME) for p in pods if group_of(p) in groups}
+        q = dataclasses.replace(q, request=max(named - {""}, default=""))
+    return f"; {capacity.lost(q)}"
 
 
 def _finished_groups_to_rerun(
@@ -317,17 +338,33 @@ def _quota(obs: Observed, records: list[quota.StepQuota], now: datetime, out: Ac
     patch = {"metadata": {"annotations": {labels.QUOTA_ANNOTATION: quota.encode(merged)}}}
     out.after_start.append(api.merge_patch(api.TRAINJOB, meta.namespace, meta.name, patch))
     out.metrics += quota.transitions(old, merged)
-    before = {(q.workload, q.created): (q.state, q.reason) for q in old}
+    before = {(q.workload, q.created): (q.state, q.reason, q.capacity_key) for q in old}
     for q in merged:
-        if before.get((q.workload, q.created)) == (q.state, q.reason):
+        state, reason, cap = before.get((q.workload, q.created), ("", "", ""))
+        if (state, reason, cap) == (q.state, q.reason, q.capacity_key):
             continue
-        if q.state == quota.PENDING and q.reason:
+        if q.state == quota.PENDING and q.reason and (state, reason) != (q.state, q.reason):
             msg = f"step {q.step} waits in queue {q.queue}: {q.reason}: {q.message}"
             kind = EventType.WARNING if quota.needs_admin(q) else EventType.NORMAL
             out.after_start.append(event(tj, kind, EventReason.STEP_WAITING_FOR_QUOTA, msg, now))
-        elif q.state == quota.ADMITTED:
+        elif q.state == quota.ADMITTED and state != q.state:
             msg = f"step {q.step} admitted by ClusterQueue {q.cluster_queue}"
             out.after_start.append(event(tj, EventType.NORMAL, EventReason.STEP_ADMITTED, msg, now))
+        elif q.waiting_for_capacity or q.evicted_by_check:
+            out.after_start.append(_capacity_event(tj, q, now))
+
+
+def _capacity_event(tj: Json, q: quota.StepQuota, now: datetime) -> api.Request:
+    """The Event of a step's admission check (``capacity.event``): it waits for capacity, or
+    the check took its quota back (Retry), or Kueue deactivated its Workload (Rejected: a
+    Warning, as a wait only an admin ends)."""
+    if q.waiting_for_capacity:
+        kind, why = EventType.NORMAL, EventReason.STEP_WAITING_FOR_CAPACITY
+    elif q.check_state == CheckState.REJECTED:
+        kind, why = EventType.WARNING, EventReason.STEP_CAPACITY_REJECTED
+    else:
+        kind, why = EventType.NORMAL, EventReason.STEP_CAPACITY_RETRY
+    return event(tj, kind, why, capacity.event(q), now)
 
 
 def _stop_when_deleted(ns: str, obs: Observed) -> list[api.Request]:

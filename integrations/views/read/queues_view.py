@@ -8,8 +8,11 @@ ClusterQueue is ``status.admission.clusterQueue``, else its LocalQueue's
 ``spec.clusterQueue`` (``<namespace>/<spec.queueName>``). Step facts are the
 controller's own (``observed.quota_records`` -> ``quota.StepQuota``): state and
 Kueue's ``QuotaReserved=False`` reason, wait (creation -> ``QuotaReserved``, or -> now
-while waiting), holding time and GPU-hours; a pipeline's GPU-hours also count its
-steps that are gone (the ``trainweave.io/quota`` annotation, ``quota.merge``).
+while waiting), holding time and GPU-hours, and what an admission check does to it
+(``capacity``: a step holding its quota while a ProvisioningRequest is provisioned is counted
+per ClusterQueue as waiting for capacity, apart from the steps waiting for quota); a pipeline's
+GPU-hours also count its steps that are gone (the ``trainweave.io/quota`` annotation,
+``quota.merge``).
 Workloads that are no TrainJob's step are counted as ``other``.
 """
 
@@ -21,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from trainweave import labels
-from trainweave.integrations.views.read import quota
+from trainweave.integrations.views.read import capacity, quota
 from trainweave.integrations.views.read.bodies import (
     ClusterQueueBody,
     LocalQueueBody,
@@ -104,6 +107,16 @@ class QueueRow:
     pending: int = 0
     quota: tuple[QuotaLine, ...] = ()
     namespaces: tuple[NamespaceRow, ...] = field(default_factory=tuple)
+
+    @property
+    def waiting_for_capacity(self) -> int:
+        """Steps shown here that hold this ClusterQueue's quota and wait for capacity."""
+        return sum(
+            s.quota.waiting_for_capacity
+            for ns in self.namespaces
+            for p in ns.pipelines
+            for s in p.steps
+        )
 
 
 def _quota_lines(cq: Json) -> tuple[QuotaLine, ...]:
@@ -255,7 +268,7 @@ def to_json(view: tuple[QueueRow, ...], now: datetime) -> Json:
             "heldSeconds": q.hold_seconds,
             "gpuHours": round(q.gpu_hours, 6),
             "usage": q.usage,
-        }
+        } | ({"capacity": _capacity(q)} if capacity.note(q) else {})
 
     return {
         "now": format_time(now),
@@ -265,6 +278,7 @@ def to_json(view: tuple[QueueRow, ...], now: datetime) -> Json:
                 "cohort": cq.cohort,
                 "admittedWorkloads": cq.admitted,
                 "pendingWorkloads": cq.pending,
+                "waitingForCapacity": cq.waiting_for_capacity,
                 "quota": [
                     {
                         "flavor": x.flavor,
@@ -297,4 +311,16 @@ def to_json(view: tuple[QueueRow, ...], now: datetime) -> Json:
             }
             for cq in view
         ],
+    }
+
+
+def _capacity(q: quota.StepQuota) -> Json:
+    """A step's admission check in ``-o json``: only on a step it holds or evicted."""
+    return {
+        "check": q.check,
+        "state": q.check_state,
+        "message": q.check_message,
+        "request": q.request,
+        "waiting": q.waiting_for_capacity,
+        "note": capacity.note(q),
     }

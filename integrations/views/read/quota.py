@@ -5,7 +5,9 @@ name, kueue ``pod_controller.go``): its LocalQueue (``spec.queueName``),
 ClusterQueue and flavors (``status.admission``), ``resourceUsage`` (summed over
 ``podSetAssignments``), waiting time (creation -> ``QuotaReserved=True``),
 holding time (``QuotaReserved=True`` -> ``Finished=True``, else ``now``) and
-resource-seconds (usage x holding). Condition types and reasons are Kueue's
+resource-seconds (usage x holding), and what an admission check does to the step
+(``checks.capacity``: the check that holds its reserved quota while a ProvisioningRequest is
+provisioned, or that evicted it, and the request). Condition types and reasons are Kueue's
 (``apis/kueue/v1beta2/workload_types.go``). The TrainJob keeps the summary in
 the ``trainweave.io/quota`` annotation, which also remembers Workloads that are
 gone (released or garbage-collected): their last record stays, marked
@@ -23,10 +25,11 @@ from datetime import datetime
 from typing import Any
 
 from trainweave import codecs, labels
+from trainweave.integrations.views.read import checks
 from trainweave.integrations.views.read.bodies import Meta, WorkloadBody, condition
 from trainweave.integrations.views.read.times import parse_time
 from trainweave.quantity import QuantityError, is_gpu, parse
-from trainweave.states import KueueCondition
+from trainweave.states import CheckState, KueueCondition
 
 Json = dict[str, Any]
 
@@ -61,8 +64,9 @@ BEYOND_CAPACITY = "> maximum capacity"
 
 
 def needs_admin(q: StepQuota) -> bool:
-    """``q`` waits for something only an admin can give (see NEEDS_ADMIN)."""
-    return q.reason in NEEDS_ADMIN or BEYOND_CAPACITY in q.message
+    """``q`` waits for something only an admin can give (see NEEDS_ADMIN), or for its
+    deactivated Workload to be made active again (``checks``: a Rejected admission check)."""
+    return q.reason in NEEDS_ADMIN or BEYOND_CAPACITY in q.message or q.deactivated
 
 
 DONE = frozenset({FINISHED, RELEASED})
@@ -91,11 +95,37 @@ class StepQuota:
     resource_seconds: dict[str, float] = field(default_factory=dict)
     # Kueue's ``status.schedulingStats.evictions``: count per reason (PodsReadyTimeout, Preempted..)
     evictions: dict[str, int] = field(default_factory=dict)
+    # the admission check that holds the step, let it through or evicted it (``checks.capacity``):
+    # its name, state (``CheckState``) and message, the ProvisioningRequest; when it held the
+    # step, ``Admitted=True`` (the end of the wait for capacity); a Workload Kueue deactivated
+    check: str = ""
+    check_state: str = ""
+    check_message: str = ""
+    request: str = ""
+    admitted_at: str = ""
+    deactivated: bool = False
 
     @property
     def gpu_hours(self) -> float:
         """Reserved GPU-hours (any resource whose name contains ``gpu``)."""
         return sum(v for k, v in self.resource_seconds.items() if is_gpu(k)) / 3600
+
+    @property
+    def waiting_for_capacity(self) -> bool:
+        """The step holds its quota while an admission check is not Ready (not admitted yet)."""
+        return self.state == RESERVED and bool(self.check) and self.check_state in checks.WAITING
+
+    @property
+    def evicted_by_check(self) -> bool:
+        """An admission check took the step's quota back: Retry (Kueue makes a new request) or
+        Rejected (the Workload deactivated)."""
+        failed = self.check_state in (CheckState.RETRY, CheckState.REJECTED)
+        return self.state in WAITING and bool(self.check) and failed
+
+    @property
+    def capacity_key(self) -> str:
+        """What a change of the check's doing compares: its state and request ("" when none)."""
+        return f"{self.check_state}/{self.request}" if self.check else ""
 
 
 def _true(cond: Json | None) -> bool:
@@ -146,6 +176,7 @@ def step_quota(workload: Json, info: Mapping[str, Any], now: datetime) -> StepQu
     start = parse_time(reserved_at)
     hold = max(0.0, (end - start).total_seconds()) if start else 0.0
     waiting = state in (PENDING, EVICTED) and reserved is not None
+    cap = checks.capacity(workload)
     return StepQuota(
         workload=str(meta.get("name", "")),
         step=str(info.get("step", "")),
@@ -165,6 +196,12 @@ def step_quota(workload: Json, info: Mapping[str, Any], now: datetime) -> StepQu
         hold_seconds=round(hold, 3),
         resource_seconds={k: round(float(v) * hold, 3) for k, v in sorted(usage.items())},
         evictions=_evictions(status),
+        check=cap.check if cap else "",
+        check_state=cap.state if cap else "",
+        check_message=cap.message if cap else "",
+        request=cap.request if cap else "",
+        admitted_at=_since(admitted) if cap else "",
+        deactivated=not checks.active(workload),
     )
 
 
@@ -179,25 +216,32 @@ def _evictions(status: Json) -> dict[str, int]:
 
 
 def merge(previous: Iterable[StepQuota], current: Iterable[StepQuota]) -> list[StepQuota]:
-    """Current records, plus previous ones whose Workload is gone (marked Released)."""
+    """Current records, plus previous ones whose Workload is gone (marked Released). A current
+    record of an admission check that no longer names its ProvisioningRequest (a Workload Kueue
+    deactivated, ``checks``) keeps the request its previous record named."""
     now = {(q.workload, q.created): q for q in current}
     merged = dict(now)
     for old in previous:
         key = (old.workload, old.created)
         if key in now:
+            q = now[key]
+            if q.check and not q.request and old.request and old.check == q.check:
+                merged[key] = replace(q, request=old.request)
             continue
         merged[key] = old if old.state in DONE else replace(old, state=RELEASED)
     return sorted(merged.values(), key=lambda q: (q.attempt, q.created, q.workload))
 
 
-def signature(records: Iterable[StepQuota]) -> list[tuple[str, str, str, str]]:
-    """What "a step changed state" compares: (workload, created, state, waiting reason).
+def signature(records: Iterable[StepQuota]) -> list[tuple[str, str, str, str, str]]:
+    """What "a step changed state" compares: (workload, created, state, waiting reason, what its
+    admission check does: ``capacity_key``).
 
     A Workload re-created under the same name (a resumed step) is a new record; Kueue's
     ``QuotaReserved=False`` reason arriving after creation is a change (it is what
-    ``trainweave status`` and the waiting Event show).
+    ``trainweave status`` and the waiting Event show), and so is a check's new state or request
+    (a new attempt: the Event that says the step waits for capacity, or why it lost it).
     """
-    return sorted((q.workload, q.created, q.state, q.reason) for q in records)
+    return sorted((q.workload, q.created, q.state, q.reason, q.capacity_key) for q in records)
 
 
 def changed(previous: Iterable[StepQuota], merged: Iterable[StepQuota]) -> bool:
@@ -205,7 +249,7 @@ def changed(previous: Iterable[StepQuota], merged: Iterable[StepQuota]) -> bool:
     counting a Workload first seen plain Pending (no reason yet: Kueue has not looked at it,
     and its live Workload tells every reader as much), which saves a write per step."""
     old = signature(previous)
-    seen = {(w, c) for w, c, _, _ in old}
+    seen = {(s[0], s[1]) for s in old}
     new = [s for s in signature(merged) if (s[0], s[1]) in seen or s[2] != PENDING or s[3]]
     return new != old
 
@@ -231,7 +275,10 @@ def totals(records: Iterable[StepQuota]) -> Json:
 def encode(records: Iterable[StepQuota]) -> str:
     """The ``trainweave.io/quota`` annotation value: compact JSON."""
     recs = list(records)
-    steps = [{_camel(k): v for k, v in asdict(q).items() if v not in ("", {}, None)} for q in recs]
+    steps = [
+        {_camel(k): v for k, v in asdict(q).items() if v not in ("", {}, None) and v is not False}
+        for q in recs
+    ]
     doc = {"v": 1, "steps": steps, "totals": totals(recs)}
     return json.dumps(doc, separators=(",", ":"), sort_keys=True)
 

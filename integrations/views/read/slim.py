@@ -14,9 +14,11 @@ only dropped fields. Everywhere: ``managedFields`` go.
   nodes reduced to name, type, phase, message, start and finish times and ``outputs.exitCode``,
   ``compressedNodes``
   decoded once here instead of on every reconcile;
-- Workload: metadata but ``finalizers``; ``spec.queueName``; ``status.admission``,
-  ``schedulingStats`` and the conditions ``quota.step_quota`` reads (``QuotaReserved``,
-  ``Admitted``, ``Finished``, ``Evicted``; not ``PodsReady``), podSets' pod templates gone;
+- Workload: metadata but ``finalizers``; ``spec.queueName`` and ``spec.active``;
+  ``status.admission``, ``schedulingStats``, the conditions ``quota.step_quota`` reads
+  (``QuotaReserved``, ``Admitted``, ``Finished``, ``Evicted``; not ``PodsReady``) and each
+  admission check's name, state, message, retry count and podSetUpdates' annotations
+  (``checks``), podSets' pod templates gone;
 - TrainJob: everything but ``managedFields`` (its spec is rendered from).
 
 The caches are also where the shapes the API server admits but the controller does not read are
@@ -42,6 +44,7 @@ _WF_STATUS = ("phase", "message", "startedAt", "finishedAt", "offloadNodeStatusV
 _POD_CONDITIONS = ("Ready", *MARKS)
 _WORKLOAD_CONDITIONS = tuple(KueueCondition)
 _WORKLOAD_STATUS = ("admission", "schedulingStats")
+_CHECK_FIELDS = ("name", "state", "message")
 ARGO_COMPLETED = "workflows.argoproj.io/completed"  # Argo's bookkeeping label on a done pod
 
 
@@ -167,13 +170,35 @@ def workload(obj: Json) -> Json:
     out = {
         **_head(obj),
         "metadata": metadata(obj, "finalizers"),
-        "spec": _kept(spec, ("queueName",)),
+        "spec": _kept(spec, ("queueName",)) | _kept(spec, ("active",), bool),
     }
     if "status" in obj:
         status = _obj(obj["status"])
         kept = _kept(status, _WORKLOAD_STATUS, dict)
         conds = [c for c in _dicts(status.get("conditions")) if _type(c) in _WORKLOAD_CONDITIONS]
-        out["status"] = kept | ({"conditions": conds} if conds else {})
+        found = [_check(c) for c in _dicts(status.get("admissionChecks")) if _str(c, "name")]
+        out["status"] = (
+            kept
+            | ({"conditions": conds} if conds else {})
+            | ({"admissionChecks": found} if found else {})
+        )
+    return out
+
+
+def _check(check: Json) -> Json:
+    """An admission check's state: name, state, message, retry count, and the annotations of
+    its podSetUpdates (the ProvisioningRequest its pods consume)."""
+    out = _kept(check, _CHECK_FIELDS)
+    count = check.get("retryCount")
+    if isinstance(count, int) and not isinstance(count, bool):
+        out["retryCount"] = count
+    updates = [
+        {"name": u["name"], "annotations": _strs(u.get("annotations"))}
+        for u in _dicts(check.get("podSetUpdates"))
+        if _str(u, "name") and _strs(u.get("annotations"))
+    ]
+    if updates:
+        out["podSetUpdates"] = updates
     return out
 
 

@@ -1,23 +1,22 @@
 """A TrainJob's step timeline: per step Workload (one step of one attempt), when it waited for
-quota, held it and ran, from what the controller already records. Pure (``now`` passed in).
-Sources:
+quota, held it waiting for capacity, held it and ran, from what the controller already records.
+Pure (``now`` passed in). Sources:
 
 - the live Workloads (Kueue v1beta2 ``apis/kueue/v1beta2/workload_types.go``): creation,
   ``QuotaReserved`` (its False reason/message while waiting), ``Admitted``, ``Evicted``,
   ``Finished``; the ``trainweave.io/quota`` annotation (``quota.StepQuota``) for Workloads that are
-  gone, so a finished TrainJob keeps its waits and holds;
+  gone, so a finished TrainJob keeps its waits and holds; an admission check that holds the
+  reserved quota until ``Admitted`` (``checks``: a ProvisioningRequest being provisioned) makes
+  that part of the hold "waiting for capacity";
 - Kueue's own Events on a Workload (``pkg/scheduler/scheduler.go requeueAndUpdate``: a Warning
   whose reason is the ``QuotaReserved=False`` reason and whose message is the one the condition
   had): the reason a step waited for once the condition says ``QuotaReserved`` again; Events
   expire (kube-apiserver ``--event-ttl``, 1 h by default), the times do not;
-- the pods' container start/finish (``status.containerStatuses``, Argo's ``wait`` sidecar
-  skipped), else their Argo Pod nodes (``status.nodes``): a node's ``startedAt`` is its creation
-  (argo ``workflow/controller/operator.go initializeNode``), before Kueue ungates the pod, so it is
-  clipped to the quota reservation; ``finishedAt`` is the last container's finish
-  (``getLatestFinishedAt``).
+- when the pods ran (``pod_times``), a pod node's start clipped to the quota reservation.
 
 Held GPU-seconds: the Workload's reserved GPUs x (quota reserved -> finished, evicted, released,
-else ``now``); used GPU-seconds: each pod's GPUs x its running time.
+else ``now``), the wait for capacity included; used GPU-seconds: each pod's GPUs x its running
+time.
 """
 
 from __future__ import annotations
@@ -29,24 +28,26 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from trainweave import labels
-from trainweave.integrations.views.read import argo_nodes, quota
+from trainweave.integrations.views.read import capacity, checks, quota
 from trainweave.integrations.views.read.bodies import Meta, TrainJobBody, WorkloadBody, condition
-from trainweave.integrations.views.read.observed import Observed, group_of, quota_records
+from trainweave.integrations.views.read.observed import Observed, quota_records
+from trainweave.integrations.views.read.pod_times import Interval, intervals, num
 from trainweave.integrations.views.read.times import parse_time
 from trainweave.labels import ConditionType
-from trainweave.quantity import QuantityError, is_gpu, parse
+from trainweave.quantity import is_gpu
 from trainweave.states import KueueCondition
 
 Json = dict[str, Any]
-_SIDECARS = frozenset({"wait", "init"})  # Argo's executor containers
 # TrainJob conditions that end the pipeline
 _TERMINAL = (ConditionType.COMPLETE, ConditionType.FAILED)
 
 
 class SpanKind(enum.StrEnum):
-    """What a step was doing: waiting for quota, holding it without a pod running, running."""
+    """What a step was doing: waiting for quota, holding it while an admission check provisions
+    capacity, holding it without a pod running, running."""
 
     WAIT = "waiting"
+    CAPACITY = "capacity"
     HELD = "held"
     RUN = "running"
 
@@ -87,10 +88,18 @@ class Row:
     gpus: float  # GPUs the Workload reserves
     gpu_seconds_held: float
     gpu_seconds_used: float
+    check: str = ""  # the admission check that held it (``quota.StepQuota.check``)
+    request: str = ""  # its ProvisioningRequest
+    capacity: str = ""  # what the check does to it now (``capacity.note``), "" if nothing
 
     def seconds(self, kind: SpanKind) -> float:
         """Seconds spent in spans of ``kind``."""
         return sum((s.seconds for s in self.spans if s.kind == kind), 0.0)
+
+    @property
+    def held_seconds(self) -> float:
+        """Seconds holding quota: waiting for capacity, held and running."""
+        return sum((s.seconds for s in self.spans if s.kind != SpanKind.WAIT), 0.0)
 
 
 @dataclass(frozen=True)
@@ -108,15 +117,6 @@ class Timeline:
     remaining_seconds: int | None  # status.trainerStatus.estimatedRemainingSeconds
 
 
-@dataclass(frozen=True)
-class _Interval:
-    group: str
-    slot: str
-    start: datetime
-    end: datetime | None
-    gpus: float | None  # from the pod spec; None when only the node is left
-
-
 def timeline(obs: Observed, now: datetime, events: Iterable[Json] = ()) -> Timeline:
     """The timeline of ``obs`` at ``now``; ``events`` are Events of its namespace (any)."""
     tj = obs.trainjob
@@ -131,12 +131,12 @@ def timeline(obs: Observed, now: datetime, events: Iterable[Json] = ()) -> Timel
         quota.decode(body.meta.annotation(labels.QUOTA_ANNOTATION)), quota_records(obs, now)
     )
     live = {(Meta.of(w).name, Meta.of(w).creation_timestamp): w for w in obs.workloads}
-    intervals = _intervals(obs)
+    pod_runs = intervals(obs)
     created_of: dict[str, list[datetime]] = {}
     for q in records:
         created_of.setdefault(q.workload, []).append(parse_time(q.created) or horizon)
-    mine: dict[tuple[str, int], list[_Interval]] = {}
-    for iv in intervals:
+    mine: dict[tuple[str, int], list[Interval]] = {}
+    for iv in pod_runs:
         starts = sorted(created_of.get(iv.group, []))
         idx = max([0] + [i for i, c in enumerate(starts) if c <= iv.start])
         mine.setdefault((iv.group, idx), []).append(iv)
@@ -175,7 +175,7 @@ def timeline(obs: Observed, now: datetime, events: Iterable[Json] = ()) -> Timel
 def _row(
     q: quota.StepQuota,
     wl: Json | None,
-    ivs: list[_Interval],
+    ivs: list[Interval],
     warnings: Mapping[str, list[tuple[datetime, str, str]]],
     now: datetime,
     horizon: datetime,
@@ -184,10 +184,12 @@ def _row(
     reserved = parse_time(q.reserved_at)
     finished = parse_time(q.finished_at)
     conds = WorkloadBody.of(wl).conditions if wl is not None else []
-    admitted = _since(condition(conds, KueueCondition.ADMITTED)) or reserved
+    admitted = (
+        _since(condition(conds, KueueCondition.ADMITTED)) or parse_time(q.admitted_at) or reserved
+    )
     ev = condition(conds, KueueCondition.EVICTED)
     evicted_at = _since(ev)
-    gpus = sum(_num(v) for k, v in q.usage.items() if is_gpu(k)) or _requested_gpus(wl)
+    gpus = sum(num(v) for k, v in q.usage.items() if is_gpu(k)) or _requested_gpus(wl)
     if q.state == quota.RELEASED and reserved is not None:
         # gone before Kueue said Finished: the last time known, the record's or its pods'
         last = [iv.end for iv in ivs if iv.end is not None]
@@ -203,7 +205,11 @@ def _row(
     if reserved is not None:
         if created is not None:
             spans.append(Span(SpanKind.WAIT, created, max(created, reserved)))
-        spans += _held_and_run(reserved, max(reserved, hold_end or now), runs)
+        hold_until = max(reserved, hold_end or now)
+        ready = _capacity_end(q, reserved, hold_until)
+        if ready > reserved:
+            spans.append(Span(SpanKind.CAPACITY, reserved, ready))
+        spans += _held_and_run(ready, hold_until, runs)
     elif evicted_at is not None and first_run is not None:
         # Kueue evicted it and it waits again: it held quota from (at the latest) its first
         # pod's start until the eviction; the reservation time itself is not kept
@@ -240,7 +246,21 @@ def _row(
         gpus=gpus,
         gpu_seconds_held=round(gpus * held_secs, 3),
         gpu_seconds_used=round(sum(((e - s).total_seconds() * g for s, e, g in runs), 0.0), 3),
+        check=q.check,
+        request=q.request,
+        capacity=capacity.note(q),
     )
+
+
+def _capacity_end(q: quota.StepQuota, reserved: datetime, until: datetime) -> datetime:
+    """When the step's admission check let it through (``Admitted``), or ``until`` (the end of
+    the hold) while it still holds the step; ``reserved`` when no check held it."""
+    if not q.check:
+        return reserved
+    if q.check_state in checks.WAITING and not q.admitted_at:
+        return until
+    admitted = parse_time(q.admitted_at)
+    return min(max(reserved, admitted), until) if admitted else reserved
 
 
 def _held_and_run(
@@ -269,7 +289,7 @@ def _held_and_run(
 
 
 def _runs(
-    ivs: list[_Interval], reserved: datetime | None, gpus: float, until: datetime
+    ivs: list[Interval], reserved: datetime | None, gpus: float, until: datetime
 ) -> list[tuple[datetime, datetime, float]]:
     """(start, end, GPUs) of each pod; a pod still running ends ``until`` (the end of the hold,
     else now). A node's start is its pod's creation: clipped to the reservation, and without one
@@ -291,69 +311,7 @@ def _requested_gpus(wl: Json | None) -> float:
     """GPUs a Workload without admission asks for (``status.resourceRequests``: per pod set,
     the total of its pods)."""
     reqs = ((wl or {}).get("status") or {}).get("resourceRequests") or []
-    return sum(_num(v) for r in reqs for k, v in (r.get("resources") or {}).items() if is_gpu(k))
-
-
-def _intervals(obs: Observed) -> list[_Interval]:
-    """Pod running intervals by pod group: the live pods', else their Argo Pod nodes'."""
-    out: dict[str, _Interval] = {}
-    uid = Meta.of(obs.trainjob).uid
-    for wf, v in zip(obs.workflows, obs.views, strict=True):
-        if not Meta.of(wf).controlled_by(uid):
-            continue
-        groups = {g.step: grp for grp, g in v.groups.items()}
-        for node in (argo_nodes.decode_nodes(wf.get("status") or {}) or {}).values():
-            name = str(node.get("name") or "")
-            m = argo_nodes.pod_node(name)
-            start = parse_time(str(node.get("startedAt") or ""))
-            if node.get("type") != "Pod" or not m or m.attempt is None or start is None:
-                continue
-            if m.workflow != v.name or m.step not in groups:
-                continue
-            end = parse_time(str(node.get("finishedAt") or ""))
-            out[name] = _Interval(groups[m.step], m.slot, start, end, None)
-    for pod in obs.pods:
-        meta = Meta.of(pod)
-        key = argo_nodes.node_of_pod(pod) or meta.name
-        m = argo_nodes.pod_node(key)
-        started, finished = _container_times(pod)
-        if not group_of(pod) or started is None:
-            continue
-        slot = m.slot if m and m.attempt is not None else meta.name
-        out[key] = _Interval(group_of(pod), slot, started, finished, _pod_gpus(pod))
-    return sorted(out.values(), key=lambda iv: (iv.group, iv.start, iv.slot))
-
-
-def _container_times(pod: Json) -> tuple[datetime | None, datetime | None]:
-    """First container start and, when all have terminated, last finish (sidecars skipped)."""
-    starts: list[datetime] = []
-    ends: list[datetime] = []
-    running = False
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        if cs.get("name") in _SIDECARS:
-            continue
-        state = cs.get("state") or {}
-        for key in ("running", "terminated"):
-            t = parse_time(str((state.get(key) or {}).get("startedAt") or ""))
-            if t is not None:
-                starts.append(t)
-        end = parse_time(str((state.get("terminated") or {}).get("finishedAt") or ""))
-        if end is None:
-            running = True
-        else:
-            ends.append(end)
-    if not starts:
-        return None, None
-    return min(starts), (None if running or not ends else max(ends))
-
-
-def _pod_gpus(pod: Json) -> float:
-    total = 0.0
-    for c in (pod.get("spec") or {}).get("containers") or []:
-        res = c.get("resources") or {}
-        asked = {**(res.get("limits") or {}), **(res.get("requests") or {})}
-        total += sum(_num(v) for k, v in asked.items() if is_gpu(k))
-    return total
+    return sum(num(v) for r in reqs for k, v in (r.get("resources") or {}).items() if is_gpu(k))
 
 
 def _waits(events: Iterable[Json]) -> dict[str, list[tuple[datetime, str, str]]]:
@@ -388,13 +346,6 @@ def _since(cond: Json | None) -> datetime | None:
     if cond is None or cond.get("status") != "True":
         return None
     return parse_time(str(cond.get("lastTransitionTime") or ""))
-
-
-def _num(value: object) -> float:
-    try:
-        return float(parse(str(value)))
-    except (QuantityError, ValueError, TypeError):
-        return 0.0
 
 
 def _int(value: object) -> int | None:

@@ -79,6 +79,11 @@ PVC = Kind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
 SECRET = Kind("", "v1", "secrets", "Secret")
 EVENT = Kind("", "v1", "events", "Event")
 LEASE = Kind("coordination.k8s.io", "v1", "leases", "Lease")
+# read by `trainweave status` only, when a step waits for capacity (cluster-autoscaler apis
+# config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml, the version Kueue v0.19.2 pins)
+PROVISIONING_REQUEST = Kind(
+    "autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest"
+)
 BY_KIND = {
     k.kind: k
     for k in (

@@ -53,6 +53,7 @@ DEFAULT: tuple[Resource, ...] = (
     _crd(api.WORKLOAD, status=True),
     _crd(api.CLUSTER_QUEUE, status=True),
     _crd(api.LOCAL_QUEUE, status=True),
+    _crd(api.PROVISIONING_REQUEST, status=True),
     _builtin(api.POD, status=True, returns_deleted=True),
     _builtin(api.SERVICE, status=True),
     _builtin(api.CONFIGMAP),
