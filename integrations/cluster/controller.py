@@ -32,6 +32,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trainweave import labels
+from trainweave.adapters.argo.controller_config import DEFAULT_CONFIG_MAP
+from trainweave.integrations.cluster import argo_config
 from trainweave.integrations.cluster.events import EventSender, is_event
 from trainweave.integrations.cluster.executor import Executor, Renderer
 from trainweave.integrations.cluster.health import Health
@@ -71,6 +73,9 @@ class Config:
     retry_period: float = 2.0
     kept_position_cap: int | None = None  # seconds; None: no kept queue position (the default)
     judge_first: bool = True  # every start judged by the API server first (executor, judge)
+    # Argo's workflow-controller ConfigMap (NAMESPACE/NAME; "": not read): the settings the
+    # judged step pods are built with, read once at start (argo_config)
+    argo_config_map: str = DEFAULT_CONFIG_MAP
     settle: float = 0.05  # seconds a changed TrainJob waits for its other events (WorkQueue)
 
 
@@ -352,13 +357,16 @@ class Controller:
 
     def start(self) -> None:
         """Start the informers (in ``WATCHES`` order: the children before the TrainJobs) and,
-        once every one of them has synced, the workers."""
+        once every one of them has synced, read Argo's ConfigMap (when starts are judged:
+        ``argo_config.read``) and start the workers."""
         for inf in self.informers.values():
             self.health.watch(inf.start())
         for inf in self.informers.values():
             while not inf.synced.wait(1.0):
                 if self.stopped.is_set():
                     return
+        if self.config.judge_first:
+            self.executor.argo_executor = argo_config.read(self.send, self.config.argo_config_map)
         for i in range(self.config.workers):
             worker = threading.Thread(target=self.worker, name=f"worker-{i}", daemon=True)
             worker.start()

@@ -109,7 +109,8 @@ class Executor:
         """``kept_cap_seconds``: kept queue position on (``--kept-position``), for at most
         that long (``adapters.kueue.kept``); None: off. ``judge_first``: every start is
         judged by the API server first (``judge``); ``argo_executor``: the workflow-controller's
-        executor settings the predicted step pods get (Argo's defaults when None);
+        configuration the predicted step pods are built with (Argo's defaults when None; the
+        controller sets it at start from Argo's ConfigMap, ``argo_config.read``);
         ``on_judged(seconds)``: told how long each judging took (the controller's histogram)."""
         self.raw_send = send  # the edge; the tolerant ``send`` below is what everything uses
         self.renderer = renderer

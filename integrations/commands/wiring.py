@@ -14,8 +14,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from trainweave.adapters.argo.controller_config import DEFAULT_CONFIG_MAP
 from trainweave.errors import InputError, InputErrors
-from trainweave.k8s_names import DNS1123_SUBDOMAIN_FMT
+from trainweave.k8s_names import DNS1123_SUBDOMAIN_FMT, is_dns1123_label, is_dns1123_subdomain
 
 # a namespace or ClusterQueue name: an RFC 1123 label / subdomain (apimachinery validation)
 _NAME = re.compile(DNS1123_SUBDOMAIN_FMT)
@@ -46,6 +47,21 @@ def positive(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of 1 or more")
     return number
+
+
+ARGO_CONFIG_MAP = DEFAULT_CONFIG_MAP  # Argo's install default
+
+
+def config_map_ref(value: str) -> str:
+    """An argparse type: ``NAMESPACE/NAME`` of a ConfigMap (a DNS-1123 label, a DNS-1123
+    subdomain), or "" (none). A bad one is argparse's one usage line, exit 2."""
+    namespace, sep, name = value.partition("/")
+    if value and not (sep and is_dns1123_label(namespace) and is_dns1123_subdomain(name)):
+        raise argparse.ArgumentTypeError(
+            f'{value!r} is not NAMESPACE/NAME of a ConfigMap (e.g. {ARGO_CONFIG_MAP}), or ""'
+            " to not read one"
+        )
+    return value
 
 
 OutputOption = Callable[[argparse.ArgumentParser, tuple[str, ...], str], None]
@@ -106,6 +122,16 @@ def add_commands(
         action="store_true",
         help="do not have the API server judge each start with dry-run creates first (a step"
         " the cluster refuses then fails only when Argo creates its pod; docs/controller.md)",
+    )
+    ctl.add_argument(
+        "--argo-config-map",
+        type=config_map_ref,
+        default=ARGO_CONFIG_MAP,
+        metavar="NAMESPACE/NAME",
+        help="Argo's workflow-controller ConfigMap, read once at start: its executor,"
+        " mainContainer, kubeConfig, instanceID and workflowDefaults shape the step pods each"
+        f' start is judged with (default {ARGO_CONFIG_MAP}; "": Argo\'s defaults;'
+        " docs/controller.md)",
     )
     ctl.add_argument(
         "--settle-ms",
@@ -184,6 +210,7 @@ def _controller(args: argparse.Namespace) -> int:
         "lease_name": args.lease_name,
         "kept_position_cap": args.kept_position_cap if args.kept_position else None,
         "judge_first": not args.no_judge_first,
+        "argo_config_map": args.argo_config_map,
     }
     if args.identity:
         fields["identity"] = args.identity

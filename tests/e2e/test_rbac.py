@@ -102,6 +102,8 @@ def test_access_reviews_allow_what_it_sends_and_nothing_else(
         ("create", "", "pods", "", ns),
         ("create", "", "secrets", "", ns),
         ("create", "", "configmaps", "", ns),
+        # Argo's workflow-controller ConfigMap, read at start (--argo-config-map; its Role in argo)
+        ("get", "", "configmaps", "", "argo"),
         ("create", "", "events", "", ns),
         ("update", "coordination.k8s.io", "leases", "", SA_NAMESPACE),
     ]
