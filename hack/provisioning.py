@@ -1,6 +1,6 @@
 """`hack/cluster.py provisioner on [-- FLAGS] | off`: the ProvisioningRequest stand-in
 (hack/provisioner.py, docs/provisioning.md) as a process of the local control plane, for the
-e2e tier and the benchmarks.
+e2e tier (tests/e2e/test_provisioning.py) and the benchmarks.
 
 ``on``: the ProvisioningRequest CRD made sure of first (`up` installs it; a cluster started
 before that gets it now, and Kueue restarted, since Kueue sets its provisioning controller up
