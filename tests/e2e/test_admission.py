@@ -43,7 +43,9 @@ def test_trainweave_holds_no_gpus_while_initializers_run(
     least_init = min(j.seconds["dataset-initializer"] for j in jobs)
     assert up.figures["held_idle_gpu_s"] >= n * 16 * least_init, up.figures
     # trainweave: only the time between a trainer step's admission and its pods running
-    # (scheduling; under 2 s per step on these engines)
-    assert tw.figures["held_idle_gpu_s"] <= n * 16 * 2, tw.figures
+    # (scheduling: under 2 s per step on a quiet machine, 3.2 s with a second cluster running
+    # 1000 TrainJobs beside it), never an initializer phase: less than a third of the
+    # shortest one per TrainJob (the tight figure is the benchmark's: docs/benchmarks.md)
+    assert tw.figures["held_idle_gpu_s"] < n * 16 * least_init / 3, (tw.figures, least_init)
     # three waves against one initializer phase: at least 15% shorter (measured: 0.6-0.7)
     assert tw.figures["makespan_s"] < 0.85 * up.figures["makespan_s"], (tw.figures, up.figures)

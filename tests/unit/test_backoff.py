@@ -188,3 +188,67 @@ def test_stopping_workflow_is_not_yet_a_failure() -> None:
     wf = running(pods, shutdown="Stop", stopped_for="job-failed/node")
     status = rollup(Observed(started(), (wf,)), NOW)
     assert not [c for c in status.conditions if c["type"] == "Failed"]
+
+
+def _succeeded_after(pods: list[Pod], policy: RetryPolicy) -> Json:
+    """A Workflow Argo finished Succeeded, its node step's attempts ``pods``."""
+    wf = workflow(
+        {"node": StepState("Succeeded", pods, role="trainer", queue="gpu")}, phase="Succeeded"
+    )
+    limits = {"node": {"node": retry.policy_wire(policy)}}
+    wf["metadata"]["annotations"][L.BACKOFF_LIMITS_ANNOTATION] = json.dumps(limits)
+    return wf
+
+
+@pytest.mark.parametrize(
+    ("policy", "pods", "reason"),
+    [
+        (
+            RetryPolicy(budget=2, rules=FAIL_JOB_42, shared=True),
+            [Pod("node-0-0", "Failed", code=42), Pod("node-0-0", "Succeeded", attempt=1)],
+            "PodFailurePolicy: Container main for pod node-0-0 failed with exit code 42"
+            " matching FailJob rule at index 0",
+        ),
+        (
+            RetryPolicy(budget=1, shared=True),
+            [Pod("node-0-0", "Failed", code=1), Pod("node-0-0", "Failed", code=1, attempt=1),
+             Pod("node-0-0", "Succeeded", attempt=2)],
+            "BackoffLimitExceeded: Job has reached the specified backoff limit",
+        ),
+    ],
+    ids=["failjob-then-success", "budget-spent-then-success"],
+)  # fmt: skip
+def test_a_retry_argo_ran_after_the_verdict_does_not_make_the_step_succeed(
+    policy: RetryPolicy, pods: list[Pod], reason: str
+) -> None:
+    """The controller judges each failed attempt and stops the step; Argo retries after a flat
+    10 s backoff. A failover (17 s) or a slow controller lets Argo run the next attempt first
+    (make chaos: `permanent` pipelines ended Complete). As the Job controller, whose Failed
+    condition is final, the TrainJob fails with the verdict, and a pipeline with restarts left
+    starts its next attempt."""
+    wf = _succeeded_after(pods, policy)
+    status = rollup(Observed(started(), (wf,)), NOW)
+    types = {c["type"]: c for c in status.conditions if c["status"] == "True"}
+    assert "Complete" not in types
+    assert types["Failed"]["reason"] == "FailedJobs"
+    assert types["Failed"]["message"] == (
+        "jobset failed due to one or more job failures (first failed job: ft-node-0):"
+        f" step 'node' failed: job 'node': {reason}"
+    )
+    again = workflow(
+        {"node": StepState("Succeeded", pods, role="trainer", queue="gpu")},
+        phase="Succeeded",
+        max_restarts=1,
+    )
+    again["metadata"]["annotations"][L.BACKOFF_LIMITS_ANNOTATION] = wf["metadata"]["annotations"][
+        L.BACKOFF_LIMITS_ANNOTATION
+    ]
+    plan = reconcile.actions(Observed(started(), (again,)), NOW)
+    assert plan.start is not None and plan.start.attempt == 1
+
+
+def test_a_success_within_the_budget_is_a_success() -> None:
+    pods = [Pod("node-0-0", "Failed", code=1), Pod("node-0-0", "Succeeded", attempt=1)]
+    wf = _succeeded_after(pods, RetryPolicy(budget=2, rules=FAIL_JOB_42, shared=True))
+    status = rollup(Observed(started(), (wf,)), NOW)
+    assert [c["reason"] for c in status.conditions if c["status"] == "True"] == ["AllJobsCompleted"]

@@ -177,7 +177,7 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Actions, now: 
                 return
             out.start = Start(prog.attempt, latest.segment + 1, prog.done_steps, False)
         return
-    if prog.state == AttemptState.FAILED and not prog.exhausted:
+    if judging.state(prog) == AttemptState.FAILED and not prog.exhausted:
         out.requests.append(_attempts(ns, name, prog.attempt + 2))
         out.start = Start(prog.attempt + 1, 0, frozenset(), False)
         return

@@ -157,21 +157,22 @@ def rollup(obs: Observed, now: datetime) -> Status:
         return Status(conds, jobs)
     due = deadline(tj, conds)
     prog = obs.progress
+    state = verdict.state(prog)
     if due is not None and now >= due:
         conds = set_condition(
             conds, ConditionType.FAILED, True, Reason.DEADLINE_EXCEEDED, MSG_DEADLINE, stamp
         )
         due = None
-    elif prog.state == AttemptState.SUCCEEDED:
+    elif state == AttemptState.SUCCEEDED:
         conds = set_condition(
             conds, ConditionType.COMPLETE, True, Reason.ALL_JOBS_COMPLETED, MSG_COMPLETE, stamp
         )
-    elif prog.state == AttemptState.FAILED and body.active_deadline_seconds and argo_deadline(prog):
+    elif state == AttemptState.FAILED and body.active_deadline_seconds and argo_deadline(prog):
         conds = set_condition(
             conds, ConditionType.FAILED, True, Reason.DEADLINE_EXCEEDED, MSG_DEADLINE, stamp
         )
         due = None
-    elif prog.state == AttemptState.FAILED and prog.exhausted and not body.suspend:
+    elif state == AttemptState.FAILED and prog.exhausted and not body.suspend:
         _, detail = verdict.failure(prog.latest) if prog.latest else ("", "")
         job = verdict.failed_job(body.meta.name, prog.latest) if prog.latest else ""
         first = f" (first failed job: {job})" if job else ""

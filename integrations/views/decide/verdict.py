@@ -23,6 +23,7 @@ from trainweave.adapters import names
 from trainweave.adapters.argo import retry
 from trainweave.integrations.views.read import disruption
 from trainweave.integrations.views.read.argo_view import FAILED
+from trainweave.integrations.views.read.observed import AttemptState, Progress
 from trainweave.model import RetryPolicy
 from trainweave.states import ArgoPhase
 
@@ -130,10 +131,38 @@ def first(wf: WorkflowView) -> Verdict | None:
     return None
 
 
+def overruled(wf: WorkflowView | None) -> Verdict | None:
+    """The verdict on a Workflow Argo finished ``Succeeded`` although the Job controller had
+    failed one of its jobs: a FailJob match, or counted failures past the budget, that Argo
+    retried before the controller's stop landed (the controller judges every failed attempt and
+    Argo retries after a flat 10 s backoff: a leader failover of 17 s, or a slow controller, lets
+    Argo run the next attempt). A Job's Failed condition is final
+    (k8s.io/kubernetes v1.36 pkg/controller/job/job_controller.go: a finished Job is not synced
+    again), so a later pod's success does not make the step succeed. A pod the API server refused
+    once and created later is not a verdict here (the Job controller retries creates)."""
+    if wf is None or wf.phase != ArgoPhase.SUCCEEDED:
+        return None
+    for step, jobs in wf.backoff_limits.items():
+        view_ = wf.steps.get(step)
+        for job, policy in jobs.items():
+            found = verdict(step, job, policy, view_, wf.disruptions)
+            if found is not None:
+                return found
+    return None
+
+
+def state(prog: Progress) -> AttemptState:
+    """The attempt's state as the Job controller would have it: ``Progress.state``, except that
+    a Workflow Argo finished ``Succeeded`` after a job's verdict (``overruled``) failed."""
+    if prog.state == AttemptState.SUCCEEDED and overruled(prog.latest) is not None:
+        return AttemptState.FAILED
+    return prog.state
+
+
 def failed_slot(wf: WorkflowView) -> str:
     """The pod slot (``names.slot``) of the first failure ("" if none is known): the judged
     job's first failed pod, else the first failed step's."""
-    judged = first(wf) if wf.backoff_job else None
+    judged = first(wf) if wf.backoff_job else overruled(wf)
     for step in wf.steps.values():
         pods = [p for p in step.pods if p.failures or p.phase in FAILED]
         if judged is not None:
@@ -154,7 +183,7 @@ def failed_job(trainjob: str, wf: WorkflowView) -> str:
 
 def failure(wf: WorkflowView) -> tuple[str, str]:
     """``(step, message)`` naming the step that failed and its exit code."""
-    judged = first(wf) if wf.backoff_job else None
+    judged = first(wf) if wf.backoff_job else overruled(wf)
     if judged is not None:
         return judged.step, (
             f"step {judged.step!r} failed: job {judged.job!r}: {judged.reason}: {judged.message}"
