@@ -19,6 +19,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.unit.controller_flags import config_of
 from tests.unit.fakeapi import FakeApi, Transport
 from tests.unit.fakeapi.errors import Failure
 from tests.unit.fakeapi.resources import Target
@@ -712,20 +713,4 @@ def test_a_bad_argo_config_map_is_one_usage_line(
 def test_the_argo_config_map_reaches_the_controller_config(
     flags: list[str], ref: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from trainweave.integrations.cluster import controller, process
-
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
-        "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\n"
-    )
-    seen: list[controller.Config] = []
-
-    def run(config: controller.Config, **_: Any) -> int:
-        seen.append(config)
-        return 0
-
-    monkeypatch.setattr(process, "run", run)
-    assert main(["controller", "--kubeconfig", str(kubeconfig), *flags]) == 0
-    assert [c.argo_config_map for c in seen] == [ref]
+    assert config_of(flags, tmp_path, monkeypatch).argo_config_map == ref

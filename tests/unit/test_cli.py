@@ -737,20 +737,6 @@ def test_unreachable_cluster_is_one_line_on_stderr(
 def test_no_judge_first_reaches_the_controller_config(
     flags: list[str], judged: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from trainweave.integrations.cluster import controller, process
+    from tests.unit.controller_flags import config_of
 
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
-        "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\n"
-    )
-    seen: list[controller.Config] = []
-
-    def run(config: controller.Config, **_: Any) -> int:
-        seen.append(config)
-        return 0
-
-    monkeypatch.setattr(process, "run", run)
-    assert main(["controller", "--kubeconfig", str(kubeconfig), *flags]) == 0
-    assert [c.judge_first for c in seen] == [judged]
+    assert config_of(flags, tmp_path, monkeypatch).judge_first is judged

@@ -122,6 +122,11 @@ def first(wf: WorkflowView) -> Verdict | None:
             if pod.phase == ArgoPhase.ERROR and refused(pod.message):
                 job = pod.job[0] if pod.job else pod.slot
                 return Verdict(step_view.name, job, FAILED_CREATE, pod.message)
+    return _budget_verdict(wf)
+
+
+def _budget_verdict(wf: WorkflowView) -> Verdict | None:
+    """The first job's verdict by the retry policies the controller keeps (``verdict``)."""
     for step, jobs in wf.backoff_limits.items():
         view_ = wf.steps.get(step)
         for job, policy in jobs.items():
@@ -142,13 +147,7 @@ def overruled(wf: WorkflowView | None) -> Verdict | None:
     once and created later is not a verdict here (the Job controller retries creates)."""
     if wf is None or wf.phase != ArgoPhase.SUCCEEDED:
         return None
-    for step, jobs in wf.backoff_limits.items():
-        view_ = wf.steps.get(step)
-        for job, policy in jobs.items():
-            found = verdict(step, job, policy, view_, wf.disruptions)
-            if found is not None:
-                return found
-    return None
+    return _budget_verdict(wf)
 
 
 def state(prog: Progress) -> AttemptState:
