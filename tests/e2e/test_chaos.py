@@ -30,7 +30,7 @@ from kubernetes import client
 from trainweave import quantity
 
 from .controller_proc import ControllerProc
-from .kube import KUEUE, Kube, condition, wait_until
+from .kube import KUEUE, Kube, condition, parse_time, wait_until
 from .pipelines import TRAINER, apply, example, workflows
 
 pytestmark = [pytest.mark.e2e, pytest.mark.serial]
@@ -40,8 +40,8 @@ SEED = 7
 # Kueue and of Argo (make test: 1)
 SCALE = int(os.environ.get("TRAINWEAVE_CHAOS_SCALE", "1"))
 Json = dict[str, Any]
-# a TrainJob's terminal condition may trail its Workflow's end by this much (a controller kill
-# costs the Lease's expiry, 15 s, before the other replica reconciles)
+# a TrainJob's terminal condition may trail its Workflow's finishedAt by this much (a controller
+# kill costs the Lease's expiry, 15 s, before the other replica reconciles)
 MAX_LAG_S = 45
 
 
@@ -100,6 +100,31 @@ def _leader(kube: Kube, procs: dict[str, ControllerProc]) -> ControllerProc | No
     except client.ApiException:
         return None
     return procs.get(lease.spec.holder_identity or "")
+
+
+def _last(wfs: list[str]) -> str:
+    """The latest attempt's Workflow: ft < ft-r1 < ft-s1."""
+    return max(wfs, key=lambda w: (len(w), w))
+
+
+def _lags(kube: Kube, ns: str, have: dict[str, list[str]]) -> dict[str, float]:
+    """Per TrainJob, its terminal condition's ``lastTransitionTime`` after its last Workflow's
+    ``status.finishedAt`` (the controller's and Argo's own stamps, whole seconds, one host
+    clock), 0 when the TrainJob ended first (a deadline)."""
+    out: dict[str, float] = {}
+    for name, wfs in have.items():
+        tj = kube.get(TRAINER, "trainjobs", name, ns)
+        ends = [
+            c
+            for t in ("Complete", "Failed")
+            if tj and (c := condition(tj, t)) and c.get("status") == "True"
+        ]
+        finished = (kube.workflow(ns, _last(wfs)).get("status") or {}).get("finishedAt")
+        if not ends or not finished:
+            continue
+        lag = parse_time(ends[0]["lastTransitionTime"]) - parse_time(finished)
+        out[name] = max(0.0, lag.total_seconds())
+    return out
 
 
 def _running(kube: Kube, ns: str, name: str) -> bool:
@@ -276,12 +301,17 @@ def test_chaos_reduced(
         if (c := condition(wl, "QuotaReserved")) and c["status"] == "True"
         and not ((f := condition(wl, "Finished")) and f["status"] == "True")
     ]  # fmt: skip
-    lags = []  # a TrainJob's terminal condition after its last Workflow ended (a deadline
-    for name, wfs in have.items():  # fails the TrainJob first: no lag)
-        last = max(wfs, key=lambda w: (len(w), w))  # ft < ft-r1 < ft-s1: the latest attempt
-        if name in done and last in wf_end:
-            lags.append(max(0.0, done[name] - wf_end[last]))
-    max_lag = max(lags, default=0.0)
+    lags = _lags(kube, ns, have)
+    max_lag = max(lags.values(), default=0.0)
+    # the same figure as this loop saw it: it reads the cluster once a pass and is blind while a
+    # restart runs (`_restart` waits for the engine), so it only bounds the lag from above
+    seen = [
+        max(0.0, done[n] - wf_end[w])
+        for n, wfs in have.items()
+        if n in done and (w := _last(wfs)) in wf_end
+    ]
+    print(f"chaos: largest lags (s) {sorted(lags.items(), key=lambda kv: -kv[1])[:5]}; "
+          f"as observed by the loop, max {max(seen, default=0.0):.0f}")  # fmt: skip
     faults_n = sum(injected.values())
     print(f"chaos: faults by kind {dict(injected)}; mismatches {mismatches}")
     print(
@@ -316,4 +346,4 @@ def test_chaos_reduced(
     assert mismatches == []
     assert holding == []
     assert duplicates == 0
-    assert max_lag <= MAX_LAG_S, lags
+    assert max_lag <= MAX_LAG_S, sorted(lags.items(), key=lambda kv: -kv[1])[:10]
