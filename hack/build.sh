@@ -11,9 +11,10 @@
 # while the fast lane runs). Without an argument the engines build in two lanes at once (each
 # lane's `go build` waits on the network as often as on the CPU: two lanes keep both cores busy).
 # Prints how long each build took (also appended to <engines>/build-times.log).
-# Usage: hack/build.sh [--print-dir | oracle | node | all]
+# Usage: hack/build.sh [--print-dir | oracle | node | core | all]
 #   --print-dir: only print the engines folder, build nothing; oracle: build only hack/oracle (unit tier);
 #   node: build only the real-container node's kubelet and CoreDNS (hack/node.py);
+#   core: only what the local control plane runs (etcd, Kubernetes, kwok, Argo and its CLI, Kueue);
 #   all: the oracle, the engines and the node's binaries (what `make test` needs), in three lanes.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -238,16 +239,20 @@ ORACLE_STAMP="oracle-$(sha256sum "$ROOT/hack/oracle/main.go" | cut -c1-12)"
 step sources-3 sources  # -3: AUTOSCALER_APIS_DIR added (the stamp makes an engines folder write it again)
 if [[ "${1:-}" == "oracle" ]]; then step "$ORACLE_STAMP" oracle; echo "build.sh: oracle ready in $BIN"; exit 0; fi
 if [[ "${1:-}" == "node" ]]; then step kubelet kubelet; step coredns coredns; echo "build.sh: node binaries ready in $BIN"; exit 0; fi
-# Lane one: Kubernetes' modules (kube-apiserver & co., then the kubelet from the same build cache),
-# etcd, kwok; lane two: Argo (its CLI first: the schema tier and `make argo-lint` need it before the
-# e2e tier), Kueue, Trainer, JobSet. With `all` the node's kubelet and CoreDNS join lane one, and the
-# oracle (the schema tier's) is a third lane beside them rather than a step before them: a cold
-# build is CPU-bound (the module proxy answers at ~50 MB/s), and a lane of its own keeps both cores
-# busy while another lane links or runs `go mod tidy`.
-ONE="etcd etcd kubernetes kubernetes"
-TWO="argo-cli argo_cli argo argo kueue kueue kueuectl kueuectl trainer trainer jobset jobset"
-if [[ "${1:-}" == "all" ]]; then ONE="$ONE kubelet kubelet"; fi
-ONE="$ONE kwok kwok"
-if [[ "${1:-}" == "all" ]]; then ONE="$ONE coredns coredns"; fi
+# Lane one: Kubernetes' modules (kube-apiserver & co.), etcd, kwok; lane two: Argo (its CLI first: the
+# schema tier and `make argo-lint` need it before the e2e tier), Kueue. Those are `core`: what
+# `hack/cluster.py up` starts (it builds `core` only, so on a cold machine the e2e tier starts while
+# the rest builds). Then lane one builds the real node's kubelet (from the same build cache) and
+# CoreDNS (with `all`), lane two kueuectl, Trainer and JobSet; their users build them first
+# (hack/node.py: `node`; `upstream on` and test_admin_view's kueuectl: no argument), waiting under
+# the locks for a build already under way. With `all` the oracle (the schema tier's) is a third
+# lane beside them rather than a step before them: a cold build is CPU-bound (the module proxy
+# answers at ~50 MB/s), and a lane of its own keeps both cores busy while another lane links or
+# runs `go mod tidy`.
+ONE="etcd etcd kubernetes kubernetes kwok kwok"
+TWO="argo-cli argo_cli argo argo kueue kueue"
+if [[ "${1:-}" == "core" ]]; then lanes "$ONE" "$TWO"; echo "build.sh: core engines ready in $BIN"; exit 0; fi
+TWO="$TWO kueuectl kueuectl trainer trainer jobset jobset"
+if [[ "${1:-}" == "all" ]]; then ONE="$ONE kubelet kubelet coredns coredns"; fi
 if [[ "${1:-}" == "all" ]]; then lanes "$ORACLE_STAMP oracle" "$ONE" "$TWO"; else lanes "$ONE" "$TWO"; fi
 echo "build.sh: engines ready in $BIN (total $(($(date +%s) - TOTAL0))s)"

@@ -96,10 +96,12 @@ def reuse_or_clean(args: argparse.Namespace, state: dict[str, Any] | None, kubec
 
 
 def build_engines(eng: Path, no_build: bool) -> tuple[dict[str, str], dict[str, str]]:
-    """hack/build.sh (a no-op when built; skipped with --no-build), then the pinned versions
-    (hack/versions.env) and the module folders holding CRDs and manifests (sources.env)."""
+    """hack/build.sh core (what the cluster runs; a no-op when built; skipped with --no-build),
+    then the pinned versions (hack/versions.env) and the module folders holding CRDs and
+    manifests (sources.env). Upstream's controllers, kueuectl and the node's binaries are built
+    by their users (`upstream on`, test_admin_view, hack/node.py)."""
     if not no_build:
-        run("bash", HACK / "build.sh")
+        run("bash", HACK / "build.sh", "core")
     return versions(), read_env(eng / "sources.env")
 
 
