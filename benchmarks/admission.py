@@ -1,6 +1,6 @@
 """GPU admission: upstream (Kubeflow Trainer + JobSet + Kueue) against trainweave, same trace.
 
-    make bench-admission                      # the four traces, 24 TrainJobs each
+    make bench-admission                      # the six traces, 24 TrainJobs each
     .venv/bin/python benchmarks/admission.py --trace init-heavy --trainjobs 4
     .venv/bin/python benchmarks/admission.py --trace sustained --dump runs.jsonl
     .venv/bin/python benchmarks/admission.py --from-dump runs.jsonl   # figures again, no cluster
@@ -37,6 +37,19 @@ trace:
 `bench-admission: trace=NAME makespan-ratio=R held-idle-gpu-s trainweave=X upstream=Y
 inversions trainweave=I upstream=J jct-p99-ratio=Q` (trainweave: with kept position where it
 ran; the run without it follows as nokept-* fields).
+
+The provisioning traces (issue 40), `prov-init-heavy` (init-heavy's TrainJobs) and
+`prov-long-init` (initializers of 140-160 s, longer than the booking and the scale-down after
+it), run both setups behind Kueue's ProvisioningRequest check on a GPU flavor no node has until
+the stand-in for cluster-autoscaler (hack/provisioner.py) makes one, each run from zero GPU
+nodes (benchmarks/admission_capacity.py); a run also stops when nothing new was seen for longer
+than the trace's longest pod runs (a trainer stranded), and waits for its nodes' scale-down.
+Figures (benchmarks/admission_provisioning.py): GPU node-seconds, idle GPU node-seconds,
+bookings expired, requests per TrainJob, trainer start delay, stranded trainers; the picture
+docs/provisioning-<trace>.png (each GPU node's life); the line
+`bench-provisioning: trace=NAME idle-gpu-node-s trainweave=X upstream=Y expired trainweave=A
+upstream=B node-s trainweave=P upstream=Q makespan-ratio=R ...` (R `<...` when upstream did not
+finish: its run's length bounds its makespan).
 """
 
 from __future__ import annotations
@@ -59,16 +72,20 @@ from typing import Any
 from kubernetes import client, config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from admission_capacity import Capacity, CapacityRecorder, records
+from admission_capacity import plot as plot_nodes
 from admission_host import apiserver_writes, cpu_seconds, engines_cpu, own_cpu
 from admission_metrics import (
     TrainJobTimes,
-    handoff,
     summary,
 )
+from admission_provisioning import figures as provisioning_figures
+from admission_provisioning import line as provisioning_line
 from admission_record import KUEUE, Recorder, Steps, condition_time, holds, spans, stamp
-from admission_report import Run, from_dump, report
+from admission_report import Run, from_dump, handoff_line, last_line, report
 from admission_trace import (
     GPU_QUOTA,
+    PROVISIONING,
     TRACES,
     Job,
     Json,
@@ -113,8 +130,12 @@ class Cluster:
                     raise
             time.sleep(0.2)
 
-    def run(self, setup: str, jobs: list[Job], timeout: float) -> Run:
-        """``setup``: upstream, trainweave, or trainweave-kept (controller --kept-position)."""
+    def run(
+        self, setup: str, jobs: list[Job], timeout: float, capacity: Capacity | None = None
+    ) -> Run:
+        """``setup``: upstream, trainweave, or trainweave-kept (controller --kept-position).
+        ``capacity``: behind the ProvisioningRequest check (the provisioning traces); the run
+        also stops when nothing moves, and waits for its GPU nodes' scale-down."""
         upstream = setup == "upstream"
         ns = f"bench-{setup}-{uuid.uuid4().hex[:5]}"
         labels = {"trainweave.test/e2e": "true"}
@@ -123,7 +144,7 @@ class Cluster:
         self.core.create_namespace(
             client.V1Namespace(metadata=client.V1ObjectMeta(name=ns, labels=labels))
         )
-        made = queues(ns, upstream)
+        made = capacity.queues(ns, upstream) if capacity else queues(ns, upstream)
         for q in made:
             if q["kind"] == "ClusterQueue":
                 self.custom.create_cluster_custom_object(*KUEUE, "clusterqueues", q)
@@ -143,7 +164,7 @@ class Cluster:
                  "--bind", f"127.0.0.1:{port}", "--log-level", "WARNING",
                  *(["--kept-position"] if setup == "trainweave-kept" else [])],
             )  # fmt: skip
-        rec = Recorder(self.api, ns)
+        rec = capacity.recorder(self.api, ns) if capacity else Recorder(self.api, ns)
         rec.start()
         writes0 = apiserver_writes(self.kubectl)
         cpu0, own0 = engines_cpu(), own_cpu()
@@ -156,6 +177,8 @@ class Cluster:
         done: dict[str, TrainJobTimes] = {}
         deadline = time.time() + timeout
         while len(done) < len(jobs) and time.time() < deadline:
+            if capacity and capacity.stalled(rec):
+                break
             listed: Json = self.custom.list_namespaced_custom_object(*TRAINER, ns, "trainjobs")  # type: ignore[assignment]
             for tj in listed["items"]:
                 for outcome in ("Complete", "Failed"):
@@ -167,6 +190,9 @@ class Cluster:
                         )
             rec.stop.wait(2.0)
         end = time.time()
+        if capacity:
+            capacity.settle(rec)
+        settled = time.time()
         by_kind = {
             k: v - writes0.get(k, 0.0)
             for k, v in apiserver_writes(self.kubectl).items()
@@ -194,6 +220,10 @@ class Cluster:
         run.figures = summary(run.jobs, run.holds, run.spans, GPU_QUOTA, run.gpu_steps)
         run.figures["api_writes"] = writes
         run.figures["api_writes_per_trainjob"] = writes / len(jobs)
+        if isinstance(rec, CapacityRecorder):
+            names = [j.name for j in jobs]
+            run.capacity = records(rec, steps, names, t0, end, settled)
+            run.figures |= provisioning_figures(run.capacity)
         top = sorted(by_kind.items(), key=lambda kv: -kv[1])[:12]
         run.writes = {k: round(v / len(jobs), 2) for k, v in top}
         with contextlib.suppress(client.ApiException):
@@ -245,48 +275,6 @@ def versions() -> dict[str, str]:
         "jobset": "v0.12.0 (Trainer's go.mod)", "kwok": env["KWOK_VERSION"],
         "python": platform.python_version(),
     }  # fmt: skip
-
-
-def last_line(name: str, up: Run, tws: list[Run]) -> str:
-    """The machine-readable line of a trace: trainweave = the last setup (with kept position
-    where it ran); with two trainweave setups, the first's figures follow as ``nokept-*``."""
-
-    def figures(tw: Run) -> tuple[float, float, float, float]:
-        f, u = tw.figures, up.figures
-        ratio = f["makespan_s"] / u["makespan_s"] if u["makespan_s"] else 0.0
-        p99 = f["jct_p99_s"] / u["jct_p99_s"] if u["jct_p99_s"] else 0.0
-        return ratio, f["held_idle_gpu_s"], f["inversions"], p99
-
-    ratio, held, inv, p99 = figures(tws[-1])
-    line = (
-        f"bench-admission: trace={name} makespan-ratio={ratio:.2f} held-idle-gpu-s "
-        f"trainweave={held:.0f} upstream={up.figures['held_idle_gpu_s']:.0f} inversions "
-        f"trainweave={inv:.0f} upstream={up.figures['inversions']:.0f} jct-p99-ratio={p99:.2f}"
-    )
-    if len(tws) > 1:
-        ratio, held, inv, p99 = figures(tws[0])
-        line += (
-            f" nokept-makespan-ratio={ratio:.2f} nokept-held-idle-gpu-s={held:.0f}"
-            f" nokept-inversions={inv:.0f} nokept-jct-p99-ratio={p99:.2f}"
-        )
-    return line
-
-
-def handoff_line(name: str, run: Run, argo: str, requeue: str) -> str:
-    """One trainweave run's hand-off (``bench-handoff``): the Argo part (predecessors done ->
-    Workflow node started) and the whole hand-off, p50/p99 s; utilisation of ready work,
-    held-idle GPU-seconds, inversions; then the setup and JCT p50/p99."""
-    parts = handoff(run.starts)
-    argo_part, total = parts.get("done->started", {}), parts.get("total", {})
-    f = run.figures
-    return (
-        f"bench-handoff: argo={argo} requeue={requeue} trace={name}"
-        f" argo-p50={argo_part.get('p50', 0.0):.2f} argo-p99={argo_part.get('p99', 0.0):.2f}"
-        f" total-p50={total.get('p50', 0.0):.2f} total-p99={total.get('p99', 0.0):.2f}"
-        f" utilisation-ready={f['gpu_utilisation_of_ready']:.2f}"
-        f" held-idle-gpu-s={f['held_idle_gpu_s']:.0f} inversions={f['inversions']:.0f}"
-        f" setup={run.setup} jct-p50={f['jct_p50_s']:.0f} jct-p99={f['jct_p99_s']:.0f}"
-    )
 
 
 def requeue_time(kubeconfig: str, value: str | None) -> str:
@@ -361,12 +349,21 @@ def main() -> int:
         setups += ["trainweave-kept"] if args.kept or name == "sustained" else []
         setups = [s for s in setups if not args.setup or s in args.setup]
         runs = []
+        capacity = None
+        if name in PROVISIONING:
+            capacity = Capacity(cluster.custom, args.scale, jobs)
+            print(json.dumps({"trace": name, "provisioner": capacity.flags,
+                              "stall_s": capacity.stall_s}))  # fmt: skip
         for setup in setups:  # each run's figures as soon as it ends
             if setup == "upstream":
                 cluster.upstream(True)
             try:
-                runs.append(cluster.run(setup, jobs, args.timeout))
+                if capacity:  # from zero GPU nodes, a fresh provisioner
+                    capacity.on()
+                runs.append(cluster.run(setup, jobs, args.timeout, capacity))
             finally:
+                if capacity:
+                    capacity.off()
                 if setup == "upstream":
                     cluster.upstream(False)
             report(name, runs[-1])
@@ -379,6 +376,11 @@ def main() -> int:
         if "upstream" not in setups:
             continue
         up = runs[0]
+        if capacity:
+            with contextlib.suppress(ModuleNotFoundError):
+                plot_nodes(name, runs, Path(args.png_dir) / f"provisioning-{name}.png")
+            lines.append(provisioning_line(name, runs[-1].figures, up.figures))
+            continue
         with contextlib.suppress(ModuleNotFoundError):
             plot(name, runs, Path(args.png_dir) / f"admission-{name}.png")
         lines.append(last_line(name, up, runs[1:]))

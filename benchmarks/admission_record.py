@@ -24,7 +24,7 @@ class Recorder:
     ``first[(key, state)]``: when the watch first saw that state (``time.time()``). Keys: a pod's
     or Workload's uid; ``TRAINJOB/STEP`` for a Workflow node (its DAG task, displayName STEP)."""
 
-    KINDS = ("pods", "workloads", "workflows")
+    KINDS: tuple[str, ...] = ("pods", "workloads", "workflows")
 
     def __init__(self, api: client.ApiClient, ns: str) -> None:
         self.core, self.custom, self.ns = client.CoreV1Api(api), client.CustomObjectsApi(api), ns
@@ -35,6 +35,7 @@ class Recorder:
         self.first: dict[tuple[str, str], float] = {}
         self.stop = threading.Event()
         self.api = api
+        self.stores = {"pods": self.pods, "workloads": self.workloads, "workflows": self.workflows}
 
     def _stream(self, w: Any, kind: str, **kwargs: Any) -> Any:
         if kind == "pods":
@@ -48,7 +49,7 @@ class Recorder:
         the last resourceVersion seen (a watch started without one replays every object of the
         namespace, which at 200 pipelines is the API server's and this process's largest load);
         after an error, from a fresh list. Events are plain JSON (no client model objects)."""
-        store = {"pods": self.pods, "workloads": self.workloads, "workflows": self.workflows}[kind]
+        store = self.stores[kind]
         rv: str | None = None
         while not self.stop.is_set():
             w = watch.Watch()  # type: ignore[no-untyped-call]
@@ -63,7 +64,7 @@ class Recorder:
                         continue
                     uid = obj["metadata"]["uid"]
                     store[uid] = obj
-                    for key, state in seen_states(kind, obj):
+                    for key, state in self._states(kind, obj):
                         self.first.setdefault((key, state), now)
                     if ev["type"] == "DELETED":
                         self.deleted.setdefault(uid, now)
@@ -78,6 +79,10 @@ class Recorder:
                 # stamped late, never lost)
                 rv = None
                 self.stop.wait(1.0)
+
+    def _states(self, kind: str, obj: Json) -> list[tuple[str, str]]:
+        """The (key, state) pairs ``obj`` shows now (``seen_states``)."""
+        return seen_states(kind, obj)
 
     def start(self) -> None:
         for kind in self.KINDS:

@@ -23,7 +23,12 @@ class Job:
     seconds: dict[str, float]
 
 
-TRACES = ("init-heavy", "init-light", "poisson", "sustained")
+TRACES = ("init-heavy", "init-light", "poisson", "sustained", "prov-init-heavy", "prov-long-init")
+# the provisioning traces (benchmarks/admission_capacity.py): GPU nodes made on demand behind
+# Kueue's ProvisioningRequest check. prov-init-heavy is init-heavy's trace (the same draws);
+# prov-long-init's initializers (140-160 s) outlive the booking and the scale-down after it
+# (cluster-autoscaler's 600 s + 600 s, times admission_capacity.TIME: 120 s)
+PROVISIONING = ("prov-init-heavy", "prov-long-init")
 # GPUs of each GPU step: the trainer (2 nodes x 8, the TrainJob's resourcesPerNode) and the
 # sustained trace's evaluator (1 x 8, from the runtime)
 STEP_GPUS = {"node": 16, "evaluator": 8}
@@ -36,12 +41,15 @@ def trace(name: str, n: int, seed: int, scale: float = 1.0) -> list[Job]:
     """The seeded trace ``name`` of ``n`` TrainJobs (durations and gaps times ``scale``).
 
     ``sustained``: init-heavy initializers, a trainer of 8-12 s, then a GPU evaluator of 4-6 s,
-    then the exporter; Poisson arrivals every SUSTAINED_GAP s on average."""
-    rng = random.Random(f"{name}-{seed}")
-    heavy = name in ("init-heavy", "poisson", "sustained")
+    then the exporter; Poisson arrivals every SUSTAINED_GAP s on average. ``prov-init-heavy``:
+    init-heavy's; ``prov-long-init``: the same with initializers of 140-160 s."""
+    base = "init-heavy" if name in PROVISIONING else name
+    rng = random.Random(f"{base}-{seed}")
+    heavy = base in ("init-heavy", "poisson", "sustained")
     jobs, t = [], 0.0
     for i in range(n):
         init = rng.uniform(30, 40) if heavy else rng.uniform(2, 3)
+        init = rng.uniform(140, 160) if name == "prov-long-init" else init
         train = rng.uniform(8, 12) if heavy else rng.uniform(25, 35)
         seconds = {
             "dataset-initializer": init,
@@ -169,13 +177,16 @@ def trainjob(ns: str, job: Job, upstream: bool) -> Json:
     }
 
 
-def queues(ns: str, upstream: bool, gpus: int = GPU_QUOTA) -> list[Json]:
+def queues(
+    ns: str, upstream: bool, gpus: int = GPU_QUOTA, gpu_flavor: str = "gpu", check: str = ""
+) -> list[Json]:
     """upstream: one ClusterQueue ``<ns>-all`` with flavors cpu and gpu; trainweave: ``<ns>-cpu``
-    and ``<ns>-gpu``, the same totals (``gpus`` in flavor gpu)."""
+    and ``<ns>-gpu``, the same totals (``gpus`` in flavor gpu). ``gpu_flavor``: the GPU flavor's
+    name; ``check``: an AdmissionCheck on that flavor of the ClusterQueue that offers it."""
 
     def flavor(name: str, gpu: int) -> Json:
         return {
-            "name": name,
+            "name": gpu_flavor if name == "gpu" else name,
             "resources": [
                 {"name": "cpu", "nominalQuota": CPU_QUOTA[name]},
                 {"name": "memory", "nominalQuota": "2Ti"},
@@ -184,16 +195,19 @@ def queues(ns: str, upstream: bool, gpus: int = GPU_QUOTA) -> list[Json]:
         }
 
     def cq(name: str, flavors: list[Json]) -> Json:
+        spec: Json = {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+            "resourceGroups": [{"coveredResources": ["cpu", "memory", GPU], "flavors": flavors}],
+        }
+        if check and any(f["name"] == gpu_flavor for f in flavors):
+            spec["admissionChecksStrategy"] = {
+                "admissionChecks": [{"name": check, "onFlavors": [gpu_flavor]}]
+            }
         return {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "ClusterQueue",
             "metadata": {"name": f"{ns}-{name}"},
-            "spec": {
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
-                "resourceGroups": [
-                    {"coveredResources": ["cpu", "memory", GPU], "flavors": flavors}
-                ],
-            },
+            "spec": spec,
         }
 
     def lq(name: str) -> Json:
