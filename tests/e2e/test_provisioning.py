@@ -19,8 +19,19 @@ carry the consume and class annotations of Kueue's podSetUpdates and run on the 
 TrainJob is Complete though the booking expired long before the trainer was due, its trainer's
 budget untouched, and its quota record keeps the request and the wait for capacity.
 
-Serial: it starts a cluster-wide process (the provisioner), may restart Kueue (when the
-cluster was started before `up` installed the ProvisioningRequest CRD) and adds nodes.
+The same TrainJob under upstream (Kubeflow Trainer + JobSet + Kueue, one Workload per TrainJob)
+behind the same check and provisioner is tests/e2e/upstream_phase.py's ``provisioning`` half:
+its request is made at admission, while the initializers start; the booking expires while they
+run, the Workload stays Admitted and Kueue makes no second request (v0.19.2
+``pkg/controller/admissionchecks/provisioning/controller.go:276-279``: a Ready check is not
+synced; ``290-292``: "if the workload is Admitted we don't want to retry on BookingExpired"), the
+unbooked nodes are scaled down, and the trainer's pods, due after the initializers, stay
+unschedulable: ``test_upstream_loses_the_booking_an_initializer_outlives`` pins it.
+
+Flags, durations and the check's objects: tests/e2e/capacity.py. Serial: it starts a
+cluster-wide process (the provisioner), may restart Kueue (when the cluster was started before
+`up` installed the ProvisioningRequest CRD) and adds nodes; the upstream test asks for
+``upstream_results`` (upstream on).
 """
 
 from __future__ import annotations
@@ -29,87 +40,46 @@ import json
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import urllib3
-from kubernetes import client, watch
-from kubernetes.client.exceptions import ApiException
+from kubernetes import client
 
 from trainweave import labels as L
 from trainweave.integrations.views.read import checks, quota
 from trainweave.labels import QUOTA_ANNOTATION
 
+from .capacity import (
+    CLASS,
+    CPU_QUOTA,
+    DURATIONS,
+    GPU_QUOTA,
+    PREFIX,
+    Requests,
+    check_objects,
+    cluster_queue,
+    conditions,
+    local_queue,
+    provisioner,
+)
 from .controller_proc import ControllerProc
-from .kube import KUEUE, Kube, condition_is, default_kubeconfig, wait_until
-from .pipelines import apply, example, trainer_spent, wait_condition, workflows
+from .kube import KUEUE, Kube, condition, condition_is, default_kubeconfig, wait_until
+from .pipelines import apply, ended, example, trainer_spent, wait_condition, workflows
 from .test_admin_view import queues_cli
+from .upstream_phase import TRAINER_WAIT, UpstreamResults
 
 pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 Json = dict[str, Any]
-CLUSTER_PY = Path(__file__).resolve().parents[2] / "hack" / "cluster.py"
-AUTOSCALING = ("autoscaling.x-k8s.io", "v1")
-POOL = "trainweave.test/pool"
-FLAVOR = "provisioned"  # a ResourceFlavor no node matches until the provisioner makes one
-CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
-PREFIX = "prov"  # the provisioner's node names
-# durations in cluster-autoscaler's seconds, times --scale 0.1: booking 10 s, nodes 15 s after the
-# scale-up, empty nodes deleted after 60 s (after the test: `provisioner off` deletes them)
-PROVISIONER = [
-    "--scale", "0.1", "--pool", "gpu", "--label", f"{POOL}={FLAVOR}", "--prefix", PREFIX,
-    "--booking", "100", "--booking-by-time-only", "--provision-delay", "150",
-    "--wait-for-nodes", "--scale-down-unneeded", "600", "--max-nodes", "4",
-]  # fmt: skip
-INIT = "20s"  # each initializer: longer than the booking
 TRAINER = "ft-node-a0"
 
 
-def cluster(*args: str) -> None:
-    done = subprocess.run(
-        [sys.executable, str(CLUSTER_PY), *args], capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, f"cluster.py {args}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
-
-
-@pytest.fixture
-def provisioner() -> Iterator[None]:
+@pytest.fixture(name="provisioner")
+def provisioner_on() -> Iterator[None]:
     """hack/provisioner.py running as a cluster process; off afterwards (its nodes deleted)."""
-    cluster("provisioner", "on", "--", *PROVISIONER)
-    try:
+    with provisioner():
         yield
-    finally:
-        cluster("provisioner", "off")
-
-
-def cluster_queue(ns: str, name: str, flavor: str, quota_: Json, check: str) -> Json:
-    """A ClusterQueue of ``ns`` with one flavor and the ProvisioningRequest check on it."""
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "ClusterQueue",
-        "metadata": {"name": f"{ns}-{name}"},
-        "spec": {
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
-            "resourceGroups": [
-                {
-                    "coveredResources": sorted(quota_),
-                    "flavors": [
-                        {
-                            "name": flavor,
-                            "resources": [
-                                {"name": r, "nominalQuota": q} for r, q in quota_.items()
-                            ],
-                        }
-                    ],
-                }
-            ],
-            "admissionChecksStrategy": {
-                "admissionChecks": [{"name": check, "onFlavors": [flavor]}]
-            },
-        },
-    }
 
 
 @pytest.fixture
@@ -118,66 +88,20 @@ def capacity_queues(kube: Kube, namespace: str) -> Iterator[str]:
     namespace), a ResourceFlavor for the provisioned nodes, and the ClusterQueues <ns>-cpu and
     <ns>-gpu with the check, LocalQueues cpu and gpu; the check's name. The cluster-scoped
     objects but the flavor are deleted afterwards."""
-    check = f"{namespace}-gpu-nodes"
-    kube.create(KUEUE, "resourceflavors", {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
-        "metadata": {"name": FLAVOR}, "spec": {"nodeLabels": {POOL: FLAVOR}},
-    }, exist_ok=True)  # fmt: skip
-    kube.create(KUEUE, "provisioningrequestconfigs", {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ProvisioningRequestConfig",
-        "metadata": {"name": check},
-        "spec": {
-            "provisioningClassName": CLASS,
-            "managedResources": ["nvidia.com/gpu"],
-            # no second request: the test wants exactly one; a failure shows at once
-            "retryStrategy": {"backoffLimitCount": 0},
-        },
-    })  # fmt: skip
-    kube.create(KUEUE, "admissionchecks", {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
-        "metadata": {"name": check},
-        "spec": {
-            "controllerName": "kueue.x-k8s.io/provisioning-request",
-            "parameters": {
-                "apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": check,
-            },
-        },
-    })  # fmt: skip
-    queues = [
-        cluster_queue(namespace, "cpu", "cpu", {"cpu": "64", "memory": "512Gi"}, check),
-        cluster_queue(
-            namespace, "gpu", FLAVOR,
-            {"cpu": "256", "memory": "2Ti", "nvidia.com/gpu": "8"}, check,
-        ),
-    ]  # fmt: skip
-    try:
-        wait_until(
-            f"AdmissionCheck {check} Active (Kueue's provisioning controller runs only when the"
-            " ProvisioningRequest CRD was served at its start)",
-            lambda: condition_is(kube.get(KUEUE, "admissionchecks", check), "Active"),
-            timeout=60,
-        )
-        for cq in queues:
-            kube.create(KUEUE, "clusterqueues", cq)
-        for lq in ("cpu", "gpu"):
-            body = {
-                "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-                "metadata": {"name": lq, "namespace": namespace},
-                "spec": {"clusterQueue": f"{namespace}-{lq}"},
-            }  # fmt: skip
-            kube.create(KUEUE, "localqueues", body, namespace)
-        for lq in ("cpu", "gpu"):
-
-            def active(lq: str = lq) -> bool:
-                return condition_is(kube.get(KUEUE, "localqueues", lq, namespace), "Active")
-
-            wait_until(f"LocalQueue {lq} Active", active, timeout=30)
-        yield check
-    finally:
-        for cq in queues:
-            kube.delete(KUEUE, "clusterqueues", cq["metadata"]["name"])
-        kube.delete(KUEUE, "admissionchecks", check)
-        kube.delete(KUEUE, "provisioningrequestconfigs", check)
+    with check_objects(kube, f"{namespace}-gpu-nodes") as check:
+        queues = [
+            cluster_queue(namespace, "cpu", {"cpu": CPU_QUOTA}, check, on="cpu"),
+            cluster_queue(namespace, "gpu", {"provisioned": GPU_QUOTA}, check),
+        ]
+        try:
+            for cq in queues:
+                kube.create(KUEUE, "clusterqueues", cq)
+            for lq in ("cpu", "gpu"):
+                local_queue(kube, namespace, lq)
+            yield check
+        finally:
+            for cq in queues:
+                kube.delete(KUEUE, "clusterqueues", cq["metadata"]["name"])
 
 
 @pytest.fixture
@@ -198,52 +122,6 @@ def kept_controller(
         except client.ApiException as e:
             if e.status != 404:
                 raise
-
-
-class Requests:
-    """Every ProvisioningRequest of one namespace its watch saw created (Kueue deletes them once
-    the Workload finishes: CleanupProvisioningRequestsOnEviction, docs/provisioning.md)."""
-
-    def __init__(self, kube: Kube, namespace: str) -> None:
-        self.kube, self.namespace = kube, namespace
-        self.seen: dict[str, Json] = {}  # name -> the request as last seen
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self.error = ""
-
-    def __enter__(self) -> Requests:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stopped.set()
-        self._thread.join(timeout=30)
-
-    def names(self) -> set[str]:
-        return set(self.seen)
-
-    def _run(self) -> None:
-        version: str | None = None
-        while not self._stopped.is_set():
-            w = watch.Watch()  # type: ignore[no-untyped-call]
-            kwargs: dict[str, Any] = {"timeout_seconds": 2}
-            if version:
-                kwargs["resource_version"] = version
-            try:
-                for event in w.stream(  # type: ignore[no-untyped-call]
-                    self.kube.custom.list_namespaced_custom_object,
-                    *AUTOSCALING, self.namespace, "provisioningrequests", **kwargs,
-                ):  # fmt: skip
-                    obj = event["object"]
-                    self.seen[obj["metadata"]["name"]] = obj
-                version = w.resource_version
-            except ApiException as err:
-                if err.status != 410:
-                    self.error = f"ProvisioningRequest watch failed: {err.status} {err.reason}"
-                    return
-                version = None
-            except urllib3.exceptions.HTTPError:
-                self._stopped.wait(0.5)
 
 
 def gated(wl: Json | None) -> bool:
@@ -278,10 +156,7 @@ def test_a_trainer_gets_its_nodes_when_due_and_the_pipeline_completes(
 ) -> None:
     ns, check = namespace, capacity_queues
     request = checks.request_name(TRAINER, check, 1)
-    tj, rt = example(
-        ns, nodes=2, gpus=1,
-        durations={"dataset-initializer": INIT, "model-initializer": INIT, "node": "5s"},
-    )  # fmt: skip
+    tj, rt = example(ns, nodes=2, gpus=1, durations=DURATIONS)
     with Requests(kube, ns) as requests:
         apply(kube, ns, tj, rt)
         gate_seen = wait_until(
@@ -368,3 +243,55 @@ def test_a_trainer_gets_its_nodes_when_due_and_the_pipeline_completes(
     assert row["capacitySeconds"] > 0 and row["request"] == request, row
     print(f"\nProvisioningRequest {request}: {json.dumps(provreq.get('status'))}")
     print(status(ns, "--timeline"))
+
+
+def test_upstream_loses_the_booking_an_initializer_outlives(
+    upstream_results: UpstreamResults,
+) -> None:
+    """The same TrainJob under Kubeflow Trainer + JobSet + Kueue, behind the same check and
+    provisioner (upstream_phase.py's ``provisioning`` half): one Workload for the whole TrainJob,
+    so its request is made and provisioned at admission, before the initializers run. The
+    booking (10 s) expires while they run (20 s): the request is ``BookingExpired``
+    (``CapacityReservationTimeExpired``), the Workload stays Admitted with its check Ready, and
+    Kueue makes no second request (v0.19.2 ``controller.go:276-279``, ``290-292``). The nodes,
+    no longer booked and empty, are scaled down, so the trainer's pods, which carry the consume
+    annotation of the expired request, stay unschedulable: the TrainJob neither completes nor
+    fails within the wait (Kueue's waitForPodsReady, 5 min here, would evict it later;
+    cluster-autoscaler never scales up for a pod that consumes a request, pods_filter.go)."""
+    up = upstream_results.provisioning.get()
+    wl = up.workload
+    request = checks.request_name(wl["metadata"]["name"], up.check, 1)
+    print(f"upstream: ProvisioningRequest {request}: {json.dumps(up.requests.get(request))}")
+    print(f"upstream: nodes seen {up.nodes_seen}, left {up.nodes_left}; trainer pods "
+          f"{up.booking_to_trainer:.1f} s after the booking expired, watched {up.trainer_waited:.1f} s")  # fmt: skip
+
+    # one request, made at admission; none after its booking expired
+    assert set(up.requests) == {request}, sorted(up.requests)
+    conds = conditions(up.requests[request])
+    assert conds["Provisioned"]["status"] == "True", conds
+    lapsed = conds.get("BookingExpired") or {}
+    assert (lapsed.get("status"), lapsed.get("reason")) == (
+        "True",
+        "CapacityReservationTimeExpired",
+    ), conds
+
+    # Kueue does not react: the Workload stays Admitted, its check Ready
+    assert condition_is(wl, "Admitted") and not condition_is(wl, "Evicted"), wl.get("status")
+    states = {c["name"]: c["state"] for c in wl["status"].get("admissionChecks") or []}
+    assert states == {up.check: "Ready"}, states
+
+    # the trainer came after the booking; the nodes it was admitted for are gone
+    assert up.booking_to_trainer > 0, up.booking_to_trainer
+    assert up.nodes_seen and not up.nodes_left, (up.nodes_seen, up.nodes_left)
+    assert len(up.trainer_pods) == 2, [p["metadata"]["name"] for p in up.trainer_pods]
+    for p in up.trainer_pods:
+        assert (p["metadata"].get("annotations") or {}).get(checks.CONSUME) == request, p[
+            "metadata"
+        ]
+        assert not p["spec"].get("nodeName"), p["spec"].get("nodeName")
+        scheduled = condition(p, "PodScheduled") or {}
+        assert (scheduled.get("status"), scheduled.get("reason")) == ("False", "Unschedulable"), p[
+            "status"
+        ]
+    assert ended(up.trainjob) is None, up.trainjob.get("status")
+    assert up.trainer_waited >= TRAINER_WAIT

@@ -2,7 +2,7 @@
 test that compares trainweave with Kubeflow Trainer + JobSet + Kueue (docs/upstream.md).
 
 ``upstream_results`` (session scope; conftest.py makes it visible to every e2e test) is set up by
-the first test that asks for it: upstream on, then the three upstream halves one after another,
+the first test that asks for it: upstream on, then the four upstream halves one after another,
 each cleaning up after itself, then upstream off (in a ``finally``). In order:
 
 1. ``admission`` (test_admission.py): 6 init-heavy TrainJobs of benchmarks/admission.py. It
@@ -13,10 +13,14 @@ each cleaning up after itself, then upstream off (in a ``finally``). In order:
    namespaces are awaited gone (upstream's controllers finalize their objects before they stop).
 3. ``tas`` (test_tas.py): the placement oracle, in its own namespace and kwok fleet
    (tests/e2e/tas_fleet.py), both removed before it returns.
+4. ``provisioning`` (test_provisioning.py): test_provisioning's TrainJob behind the same
+   ProvisioningRequest check and stand-in provisioner (tests/e2e/capacity.py), until its trainer's
+   pods have waited a bounded time; the provisioner is switched off (its nodes deleted) and the
+   namespace, queue and check removed before it returns.
 
 What the tests must keep: every test that asks for ``upstream_results`` is marked ``serial``
 (while upstream is on no trainweave controller may run; hack/e2e.sh runs those alone, after the
-parallel phase). The first of them (test_admission.py, by file order) pays for all three halves in
+parallel phase). The first of them (test_admission.py, by file order) pays for all four halves in
 its setup. Every trainweave half runs after the fixture has returned, so upstream is off for it by
 construction (test_upstream.py's ``trainweave_runs`` asks for ``upstream_runs``, which asks for
 this). A half that raises does not stop the others: its exception and traceback are kept, the test
@@ -29,6 +33,7 @@ import dataclasses
 import importlib
 import subprocess
 import sys
+import time
 import traceback
 import uuid
 from collections.abc import Callable, Sequence
@@ -39,6 +44,7 @@ from typing import Any, Generic, TypeVar
 
 import pytest
 
+from . import capacity
 from .integrity import Integrity
 from .kube import (
     E2E_NAMESPACE_LABEL,
@@ -48,9 +54,10 @@ from .kube import (
     condition,
     condition_is,
     default_kubeconfig,
+    parse_time,
     wait_until,
 )
-from .pipelines import TRAINER, apply, example, for_upstream, trainjob
+from .pipelines import TRAINER, apply, ended, example, for_upstream, trainjob
 from .tas_fleet import BLOCK, COMPLETION, RACK, fleet_of, slot_hosts, tas_example
 
 # as in test_admission.py: the script checked as a file, not followed from here
@@ -119,12 +126,28 @@ class TasUpstream:
 
 
 @dataclass(frozen=True)
+class ProvisioningUpstream:
+    """test_provisioning.py's upstream half: what it saw when the bounded wait ended."""
+
+    check: str  # the AdmissionCheck's name
+    workload: Json  # the TrainJob's one Workload
+    requests: dict[str, Json]  # every ProvisioningRequest made for it, by name, as last seen
+    nodes_seen: tuple[str, ...]  # every node of the flavor seen while it ran
+    nodes_left: tuple[str, ...]  # those still there at the end
+    trainer_pods: tuple[Json, ...]  # the trainer's pods (JSON)
+    trainjob: Json
+    trainer_waited: float  # seconds the trainer's pods had existed when the wait ended
+    booking_to_trainer: float  # seconds from BookingExpired (its time) to the trainer's pods
+
+
+@dataclass(frozen=True)
 class UpstreamResults:
     """Each upstream half's outcome (``upstream_results``)."""
 
     admission: Half[AdmissionUpstream]
     oracle: Half[dict[str, Json]]
     tas: Half[TasUpstream]
+    provisioning: Half[ProvisioningUpstream]
 
 
 def switch(state: str) -> None:
@@ -145,13 +168,14 @@ def run_half(name: str, fn: Callable[[], T]) -> Half[T]:
 
 @pytest.fixture(scope="session")
 def upstream_results(kube: Kube) -> UpstreamResults:
-    """Upstream on once, the three halves one after another, upstream off (module docstring)."""
+    """Upstream on once, the four halves one after another, upstream off (module docstring)."""
     switch("on")
     try:
         first = run_half("admission", admission_half)  # alone on the shared kwok GPU nodes
         oracle = run_half("oracle", partial(oracle_half, kube))
         tas = run_half("tas", partial(tas_half, kube))
-        return UpstreamResults(admission=first, oracle=oracle, tas=tas)
+        prov = run_half("provisioning", partial(provisioning_half, kube))
+        return UpstreamResults(admission=first, oracle=oracle, tas=tas, provisioning=prov)
     finally:
         switch("off")
 
@@ -327,3 +351,93 @@ def tas_half(kube: Kube) -> TasUpstream:
             kube.delete(KUEUE, "workloads", wl["metadata"]["name"], ns)
         kube.delete_namespace(ns)
     return dataclasses.replace(placement, problems=tuple(checker.problems))
+
+
+# -- capacity on demand (test_provisioning.py) ------------------------------------------------
+
+TRAINER_WAIT = 15.0  # seconds the trainer's pods are watched once they exist
+TRAINER_PODS = "jobset.sigs.k8s.io/jobset-name=ft,jobset.sigs.k8s.io/replicatedjob-name=node"
+
+
+def provisioning_half(kube: Kube) -> ProvisioningUpstream:
+    """test_provisioning's TrainJob under upstream, behind the same check and provisioner, in a
+    namespace of its own; the namespace, its ClusterQueue, the check and the provisioner's nodes
+    are gone when it returns."""
+    ns = f"upstream-prov-{uuid.uuid4().hex[:5]}"
+    kube.create_namespace(ns, {E2E_NAMESPACE_LABEL: "true", UPSTREAM_LABEL: "true"})
+    with capacity.provisioner(), capacity.check_objects(kube, f"{ns}-gpu-nodes") as check:
+        # one ClusterQueue, as upstream users have it: the initializers and the exporter on the
+        # cpu flavor, the trainer on the provisioned one, behind the check
+        flavors = {"cpu": capacity.CPU_QUOTA, capacity.FLAVOR: capacity.GPU_QUOTA}
+        cq = capacity.cluster_queue(ns, "all", flavors, check)
+        kube.create(KUEUE, "clusterqueues", cq)
+        try:
+            capacity.local_queue(kube, ns, "all")
+            return _booking_outlived(kube, ns, check)
+        finally:
+            for wl in kube.list(KUEUE, "workloads", ns):
+                kube.delete(KUEUE, "workloads", wl["metadata"]["name"], ns)
+            kube.delete_namespace(ns, wait=120)
+            kube.delete(KUEUE, "clusterqueues", cq["metadata"]["name"])
+
+
+def _booking_outlived(kube: Kube, ns: str, check: str) -> ProvisioningUpstream:
+    """The TrainJob applied; its Workload admitted, its request's booking expired, its trainer's
+    pods created; then at most TRAINER_WAIT seconds for them (or the TrainJob's end)."""
+    tj, rt = example(ns, nodes=2, gpus=1, durations=capacity.DURATIONS)
+    for_upstream(ns, tj, rt)
+    seen: set[str] = set()
+
+    def nodes() -> tuple[str, ...]:
+        listed = kube.core.list_node(label_selector=f"{capacity.POOL}={capacity.FLAVOR}").items
+        names = tuple(sorted(str(n.metadata.name) for n in listed if n.metadata))
+        seen.update(names)
+        return names
+
+    def trainer_pods() -> list[Any]:
+        nodes()
+        return [p for p in kube.pods(ns, TRAINER_PODS) if p.metadata.deletion_timestamp is None]
+
+    with capacity.Requests(kube, ns) as requests:
+        apply(kube, ns, tj, rt)
+
+        def admitted() -> Json | None:
+            nodes()
+            return _upstream_workload(kube, ns, "ft")
+
+        name = wait_until("upstream ft admitted", admitted, timeout=90)["metadata"]["name"]
+
+        def expired() -> Json | None:
+            nodes()
+            return next((r for r in requests.seen.values() if capacity.booking_expired(r)), None)
+
+        lapsed = wait_until("its request's booking expired", expired, timeout=60)
+        wait_until("the trainer's pods created", trainer_pods, timeout=90)
+        created = time.time()
+        until = created + TRAINER_WAIT
+        while time.time() < until and ended(trainjob(kube, ns)) is None:
+            nodes()
+            time.sleep(0.5)
+        waited = time.time() - created
+        left = nodes()
+        pods: tuple[Json, ...] = tuple(
+            kube.api.sanitize_for_serialization(p)  # type: ignore[no-untyped-call]
+            for p in trainer_pods()
+        )
+        assert not requests.error, requests.error
+        made = requests.seen
+    expired_at = parse_time(capacity.conditions(lapsed)["BookingExpired"]["lastTransitionTime"])
+    first_pod = min(parse_time(p["metadata"]["creationTimestamp"]) for p in pods)
+    wl = kube.workload(ns, name)
+    assert wl is not None, f"Workload {ns}/{name} gone"
+    return ProvisioningUpstream(
+        check=check,
+        workload=wl,
+        requests=made,
+        nodes_seen=tuple(sorted(seen)),
+        nodes_left=left,
+        trainer_pods=pods,
+        trainjob=trainjob(kube, ns),
+        trainer_waited=waited,
+        booking_to_trainer=(first_pod - expired_at).total_seconds(),
+    )
