@@ -21,6 +21,7 @@ import importlib
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -60,21 +61,22 @@ def provisioner_flags(scale: float) -> list[str]:
     ]  # fmt: skip
 
 
-def check_objects(scale: float) -> list[Json]:
-    """The ResourceFlavor, ProvisioningRequestConfig and AdmissionCheck (cluster-scoped)."""
+def check_objects(scale: float, check: str) -> list[Json]:
+    """The ResourceFlavor, ProvisioningRequestConfig and AdmissionCheck ``check``
+    (cluster-scoped)."""
     base = max(1, round(CA_RETRY_BASE * TIME * scale))
     return [
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
          "metadata": {"name": FLAVOR}, "spec": {"nodeLabels": {POOL_LABEL: FLAVOR}}},
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ProvisioningRequestConfig",
-         "metadata": {"name": CHECK},
+         "metadata": {"name": check},
          "spec": {"provisioningClassName": CLASS, "managedResources": [GPU],
                   "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": base}}},
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
-         "metadata": {"name": CHECK},
+         "metadata": {"name": check},
          "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request",
                   "parameters": {"apiGroup": "kueue.x-k8s.io",
-                                 "kind": "ProvisioningRequestConfig", "name": CHECK}}},
+                                 "kind": "ProvisioningRequestConfig", "name": check}}},
     ]  # fmt: skip
 
 
@@ -195,25 +197,31 @@ class Capacity:
         # no new state is seen while the longest pod runs; past that, the run is stuck
         self.stall_s = max(s for j in jobs for s in j.seconds.values()) + 20.0
         self.scale_down_s = CA_SCALE_DOWN * TIME * scale
+        self.check = CHECK
 
     def _cluster(self, *args: str) -> None:
         subprocess.run([sys.executable, str(ROOT / "hack/cluster.py"), *args], check=True,
                        capture_output=True)  # fmt: skip
 
     def on(self) -> None:
-        """The provisioner started afresh, the check's objects created and the check Active."""
+        """The provisioner started afresh, the check's objects created and the check Active.
+        A check of its own per run: the last run's goes only once its ClusterQueue is gone
+        (Kueue's in-use finalizer), after its namespace's Workloads."""
+        self.check = f"{CHECK}-{uuid.uuid4().hex[:5]}"
         self._cluster("provisioner", "on", "--", *self.flags)
-        for obj in check_objects(self.scale):
+        for obj in check_objects(self.scale, self.check):
             with contextlib.suppress(client.ApiException):  # 409: there already
                 self.custom.create_cluster_custom_object(*KUEUE, PLURALS[obj["kind"]], obj)
         deadline = time.time() + 60
         while time.time() < deadline:
-            check: Json = self.custom.get_cluster_custom_object(*KUEUE, "admissionchecks", CHECK)  # type: ignore[assignment]
+            check: Json = self.custom.get_cluster_custom_object(  # type: ignore[assignment]
+                *KUEUE, "admissionchecks", self.check
+            )
             if _true(check, "Active"):
                 return
             time.sleep(0.5)
         raise RuntimeError(
-            f"AdmissionCheck {CHECK} not Active: is the ProvisioningRequest CRD served?"
+            f"AdmissionCheck {self.check} not Active: is the ProvisioningRequest CRD served?"
         )
 
     def off(self) -> None:
@@ -221,10 +229,10 @@ class Capacity:
         self._cluster("provisioner", "off")
         for plural in ("admissionchecks", "provisioningrequestconfigs"):
             with contextlib.suppress(client.ApiException):
-                self.custom.delete_cluster_custom_object(*KUEUE, plural, CHECK)
+                self.custom.delete_cluster_custom_object(*KUEUE, plural, self.check)
 
     def queues(self, ns: str, upstream: bool) -> list[Json]:
-        return queues(ns, upstream, gpu_flavor=FLAVOR, check=CHECK)
+        return queues(ns, upstream, gpu_flavor=FLAVOR, check=self.check)
 
     def recorder(self, api: client.ApiClient, ns: str) -> CapacityRecorder:
         return CapacityRecorder(api, ns)
