@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.crds import module_dir
-from tests.versions import PINS
+from tests.versions import PINS, go_build_env
 
 Json = dict[str, Any]
 ROOT = Path(__file__).parents[2]
@@ -43,10 +43,12 @@ def binary() -> Path:
     go_sum = work / "go.sum"
     shutil.copy(module_dir(TRAINER_MODULE, version) / "go.sum", go_sum)
     go_sum.chmod(0o644)
-    env = {**os.environ, "GOFLAGS": "-mod=mod"}
+    # hack/build.sh's flags: the Trainer packages hack/oracle compiled are reused, not rebuilt
+    env = go_build_env()
+    env["GOFLAGS"] = f"-mod=mod {env['GOFLAGS']}"
     subprocess.run(["go", "mod", "tidy"], cwd=work, env=env, check=True, timeout=900)
     subprocess.run(
-        ["go", "build", "-p", "1", "-o", str(out) + ".tmp", "."],
+        ["go", "build", "-o", str(out) + ".tmp", "."],
         cwd=work,
         env=env,
         check=True,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.versions import ARGO_MODULE, ARGO_VERSION
+from tests.versions import ARGO_MODULE, ARGO_VERSION, go_build_env
 from trainweave.adapters.argo.retry import retry_expression
 from trainweave.model import ExitCodeRule, RetryPolicy
 
@@ -43,7 +43,7 @@ def evaluate() -> Callable[[str, int, str, str], bool]:
                 ["go", "mod", "tidy"],
                 ["go", "build", "-o", str(binary), "."],
             ):
-                subprocess.run(cmd, cwd=src, check=True)
+                subprocess.run(cmd, cwd=src, check=True, env=go_build_env())
 
     def run(expr: str, retries: int, status: str, message: str) -> bool:
         scope = {
