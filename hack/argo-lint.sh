@@ -11,7 +11,7 @@ cd "$ROOT"
 VENV=${1:-.venv}
 PY="$VENV/bin/python"
 ARGO="$(bash hack/build.sh --print-dir)/bin/argo"
-[[ -x "$ARGO" ]] || bash hack/build.sh >&2
+[[ -x "$ARGO" ]] || bash hack/build.sh argo-cli >&2
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 

@@ -11,11 +11,13 @@
 # while the fast lane runs). Without an argument the engines build in two lanes at once (each
 # lane's `go build` waits on the network as often as on the CPU: two lanes keep both cores busy).
 # Prints how long each build took (also appended to <engines>/build-times.log).
-# Usage: hack/build.sh [--print-dir | oracle | node | core | all]
+# Usage: hack/build.sh [--print-dir | oracle | node | core | all | COMPONENT...]
 #   --print-dir: only print the engines folder, build nothing; oracle: build only hack/oracle (unit tier);
 #   node: build only the real-container node's kubelet and CoreDNS (hack/node.py);
 #   core: only what the local control plane runs (etcd, Kubernetes, kwok, Argo and its CLI, Kueue);
-#   all: the oracle, the engines and the node's binaries (what `make test` needs), in three lanes.
+#   all: the oracle, the engines and the node's binaries (what `make test` needs), in three lanes;
+#   COMPONENT...: only those (etcd kubernetes kwok argo-cli argo kueue kueuectl trainer jobset
+#   kubelet coredns).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VERSIONS="$ROOT/hack/versions.env"
@@ -237,6 +239,18 @@ oracle() {  # hack/oracle linked against the pinned Trainer module (go.mod gener
 ORACLE_STAMP="oracle-$(sha256sum "$ROOT/hack/oracle/main.go" | cut -c1-12)"
 
 step sources-3 sources  # -3: AUTOSCALER_APIS_DIR added (the stamp makes an engines folder write it again)
+# Named components only (`build.sh argo-cli`, `build.sh trainer jobset`): what one test or command
+# needs, not every engine (a wait under the lock when the background build is making it).
+declare -A FN=([etcd]=etcd [kubernetes]=kubernetes [kwok]=kwok [argo-cli]=argo_cli [argo]=argo
+  [kueue]=kueue [kueuectl]=kueuectl [trainer]=trainer [jobset]=jobset [kubelet]=kubelet [coredns]=coredns)
+if [[ -n "${1:-}" && -n "${FN[${1}]:-}" ]]; then
+  for c in "$@"; do
+    [[ -n "${FN[$c]:-}" ]] || { echo "build.sh: $c: not a component (${!FN[*]})" >&2; exit 2; }
+    step "$c" "${FN[$c]}"
+  done
+  exit 0
+fi
+case "${1:-}" in "" | oracle | node | core | all) ;; *) echo "build.sh: $1: not a target (oracle node core all, or components: ${!FN[*]})" >&2; exit 2 ;; esac
 if [[ "${1:-}" == "oracle" ]]; then step "$ORACLE_STAMP" oracle; echo "build.sh: oracle ready in $BIN"; exit 0; fi
 if [[ "${1:-}" == "node" ]]; then step kubelet kubelet; step coredns coredns; echo "build.sh: node binaries ready in $BIN"; exit 0; fi
 # Lane one: Kubernetes' modules (kube-apiserver & co.), etcd, kwok; lane two: Argo (its CLI first: the
@@ -244,8 +258,8 @@ if [[ "${1:-}" == "node" ]]; then step kubelet kubelet; step coredns coredns; ec
 # `hack/cluster.py up` starts (it builds `core` only, so on a cold machine the e2e tier starts while
 # the rest builds). Then lane one builds the real node's kubelet (from the same build cache) and
 # CoreDNS (with `all`), lane two kueuectl, Trainer and JobSet; their users build them first
-# (hack/node.py: `node`; `upstream on` and test_admin_view's kueuectl: no argument), waiting under
-# the locks for a build already under way. With `all` the oracle (the schema tier's) is a third
+# (hack/node.py: `node`; `upstream on`: `trainer jobset`; test_timeline: `kueuectl`;
+# test_argo_pins: `argo-cli`), waiting under the locks for a build already under way. With `all` the oracle (the schema tier's) is a third
 # lane beside them rather than a step before them: a cold build is CPU-bound (the module proxy
 # answers at ~50 MB/s), and a lane of its own keeps both cores busy while another lane links or
 # runs `go mod tidy`.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A real node for the local control plane: up | down | status.
+"""A real node for the local control plane: up | down | status | prepare.
 
 kwok fakes every node of the e2e tier, so no container ever runs there. This joins ONE real node
 to the same control plane (hack/cluster.py up first), on this machine, without Docker or a
@@ -360,6 +360,17 @@ def cmd_status(args: argparse.Namespace) -> None:
     print(f"node: {NODE_NAME} ip {state.get('ip')} timings {state.get('timings')}")
 
 
+def cmd_prepare(args: argparse.Namespace) -> None:
+    """What `up` needs that needs no cluster: the Debian packages, the node's binaries and the
+    image archives. `.ci/run` runs it in the background once the engines are built (the argoexec
+    image then reuses Argo's compiled packages), so the first real-node test only imports them."""
+    t0 = time.monotonic()
+    ensure_packages()
+    common.run("bash", HACK / "build.sh", "node")
+    common.run(sys.executable, HACK / "images.py", "build")
+    common.log(f"node: prepared in {time.monotonic() - t0:.0f}s")
+
+
 def main() -> None:
     if os.geteuid() != 0:
         common.die("the real node needs root (containerd, kubelet, iptables)")
@@ -368,8 +379,10 @@ def main() -> None:
     sub.add_parser("up", help="join the real node to the running local control plane")
     sub.add_parser("down", help="stop it and delete the Node (images stay imported)")
     sub.add_parser("status")
+    sub.add_parser("prepare", help="packages, binaries and images only (no cluster needed)")
     args = p.parse_args()
-    {"up": cmd_up, "down": cmd_down, "status": cmd_status}[args.cmd](args)
+    cmds = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "prepare": cmd_prepare}
+    cmds[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -122,7 +122,7 @@ def cmd_upstream(args: argparse.Namespace) -> None:
     eng = Path(state["engines"])
     bin_dir = eng / "bin"
     if on:  # `up` builds the core engines only: Trainer and JobSet now (a no-op when built)
-        common.run("bash", common.HACK / "build.sh")
+        common.run("bash", common.HACK / "build.sh", "trainer", "jobset")
     sources = common.read_env(eng / "sources.env")
     kubectl_args, apply = common.kubectl_commands(bin_dir)
     stop_controllers(kubectl_args, state)

@@ -50,7 +50,7 @@ def kueuectl() -> Path:
     """Kueue's CLI of the pin: hack/build.sh builds it (`hack/cluster.py up` builds only the
     engines it runs; a no-op when built, a wait when the background build is making it)."""
     build = ["bash", str(ROOT / "hack" / "build.sh")]
-    subprocess.run(build, check=True, capture_output=True, text=True)
+    subprocess.run([*build, "kueuectl"], check=True, capture_output=True, text=True)
     eng = subprocess.run([*build, "--print-dir"], check=True, capture_output=True, text=True)
     path = Path(eng.stdout.strip()) / "bin" / "kueuectl"
     assert path.exists(), f"{path} missing: run `make engines` (hack/build.sh builds kueuectl)"

@@ -35,7 +35,7 @@ def argo() -> Path:
     ).stdout.strip()
     binary = Path(folder) / "bin" / "argo"
     if not binary.exists():  # under a build lock: waits for a build already running
-        subprocess.run(["bash", str(ROOT / "hack/build.sh")], env=env, check=True)
+        subprocess.run(["bash", str(ROOT / "hack/build.sh"), "argo-cli"], env=env, check=True)
     return binary
 
 
