@@ -253,20 +253,23 @@ fi
 case "${1:-}" in "" | oracle | node | core | all) ;; *) echo "build.sh: $1: not a target (oracle node core all, or components: ${!FN[*]})" >&2; exit 2 ;; esac
 if [[ "${1:-}" == "oracle" ]]; then step "$ORACLE_STAMP" oracle; echo "build.sh: oracle ready in $BIN"; exit 0; fi
 if [[ "${1:-}" == "node" ]]; then step kubelet kubelet; step coredns coredns; echo "build.sh: node binaries ready in $BIN"; exit 0; fi
-# Lane one: Kubernetes' modules (kube-apiserver & co.), etcd, kwok; lane two: Argo (its CLI first: the
-# schema tier and `make argo-lint` need it before the e2e tier), Kueue. Those are `core`: what
-# `hack/cluster.py up` starts (it builds `core` only, so on a cold machine the e2e tier starts while
-# the rest builds). Then lane one builds the real node's kubelet (from the same build cache) and
-# CoreDNS (with `all`), lane two kueuectl, Trainer and JobSet; their users build them first
+# Lane one: etcd, Kubernetes' modules (kube-apiserver & co.); lane two: Argo (its CLI first: the
+# schema tier and `make argo-lint` need it), Kueue; with kwok those are `core`, what
+# `hack/cluster.py up` starts (it builds `core` only, so on a cold machine the e2e tier starts
+# while the rest builds). Then lane one builds the real node's kubelet (from the same build cache)
+# and CoreDNS (with `all`), lane two kueuectl, Trainer and JobSet; their users build them first
 # (hack/node.py: `node`; `upstream on`: `trainer jobset`; test_timeline: `kueuectl`;
-# test_argo_pins: `argo-cli`), waiting under the locks for a build already under way. With `all` the oracle (the schema tier's) is a third
-# lane beside them rather than a step before them: a cold build is CPU-bound (the module proxy
-# answers at ~50 MB/s), and a lane of its own keeps both cores busy while another lane links or
-# runs `go mod tidy`.
-ONE="etcd etcd kubernetes kubernetes kwok kwok"
+# test_argo_pins: `argo-cli`), waiting under the locks for a build already under way. With `all`
+# a third lane builds the oracle (the schema tier's), then kwok: a cold build is CPU-bound (the
+# module proxy answers at ~50 MB/s), and a third lane keeps both cores busy while another links
+# or runs `go mod tidy`.
+ONE="etcd etcd kubernetes kubernetes"
 TWO="argo-cli argo_cli argo argo kueue kueue"
-if [[ "${1:-}" == "core" ]]; then lanes "$ONE" "$TWO"; echo "build.sh: core engines ready in $BIN"; exit 0; fi
+if [[ "${1:-}" == "core" ]]; then lanes "$ONE kwok kwok" "$TWO"; echo "build.sh: core engines ready in $BIN"; exit 0; fi
 TWO="$TWO kueuectl kueuectl trainer trainer jobset jobset"
-if [[ "${1:-}" == "all" ]]; then ONE="$ONE kubelet kubelet coredns coredns"; fi
-if [[ "${1:-}" == "all" ]]; then lanes "$ORACLE_STAMP oracle" "$ONE" "$TWO"; else lanes "$ONE" "$TWO"; fi
+if [[ "${1:-}" == "all" ]]; then  # kwok after the oracle: the lanes end closer together
+  lanes "$ORACLE_STAMP oracle kwok kwok" "$ONE kubelet kubelet coredns coredns" "$TWO"
+else
+  lanes "$ONE kwok kwok" "$TWO"
+fi
 echo "build.sh: engines ready in $BIN (total $(($(date +%s) - TOTAL0))s)"
