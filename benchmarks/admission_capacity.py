@@ -262,13 +262,14 @@ class Capacity:
 
 def plot(trace_name: str, runs: list[Any], out: Path) -> None:
     """Per GPU node of each setup, side by side: up (light), a GPU pod bound (dark), the time a
-    booking made for it expired (red x). ``runs``: admission_report.Run with ``capacity``."""
+    booking made for it expired (red x), a stranded trainer's pods created (dotted).
+    ``runs``: admission_report.Run with ``capacity``."""
     plt: Any = importlib.import_module("matplotlib.pyplot")
     importlib.import_module("matplotlib").use("Agg")
     rows = max(len(r.capacity.nodes) for r in runs) or 1
     fig, axes = plt.subplots(1, len(runs), figsize=(7 * len(runs), 0.35 * rows + 2),
-                             sharex=True)  # fmt: skip
-    for ax, run in zip(axes, runs, strict=True):
+                             sharex=True, squeeze=False)  # fmt: skip
+    for ax, run in zip(axes[0], runs, strict=True):
         recs: Records = run.capacity
         lapsed = {r.name: r.booking_ended for r in expired(recs.requests)}
         for y, node in enumerate(recs.nodes):
@@ -281,6 +282,9 @@ def plot(trace_name: str, runs: list[Any], out: Path) -> None:
             at = lapsed.get(node.request)
             if at is not None:
                 ax.plot([at], [y], "x", color="#b2182b", markersize=8)
+        for trainer in recs.starts:  # a trainer due whose pods never ran
+            if trainer.created is not None and trainer.running is None:
+                ax.axvline(trainer.created, color="#e08214", linestyle=":", linewidth=1)
         f = run.figures
         idle = sum(node_idle(n, recs.pods, recs.end).total for n in recs.nodes)
         ax.set_title(f"{run.setup}: {f['prov_gpu_node_s']:.0f} GPU node-s, idle {idle:.0f}, "
@@ -288,7 +292,9 @@ def plot(trace_name: str, runs: list[Any], out: Path) -> None:
         ax.set_xlabel("seconds since submission")
         ax.set_yticks(range(len(recs.nodes)), [f"node {i}" for i in range(len(recs.nodes))],
                       fontsize=7)  # fmt: skip
-    axes[0].set_ylabel(f"GPU node ({trace_name}); grey: up, blue: a GPU pod bound, "
-                       "x: its booking expired", fontsize=8)  # fmt: skip
+    axes[0][0].set_ylabel("GPU node")
+    fig.suptitle(f"{trace_name}: grey, a GPU node up; blue, a GPU pod bound to it; x, the "
+                 "booking it was made for expired; dotted, a trainer's pods created that never "
+                 "ran", fontsize=9)  # fmt: skip
     fig.tight_layout()
     fig.savefig(out, dpi=90)
