@@ -290,6 +290,8 @@ def cmd_build(args: argparse.Namespace) -> None:
     t0 = time.monotonic()
     with cache_lock():
         for image in images():
+            if args.image and image.short not in args.image:
+                continue
             build_one(image, args.out)
     print(f"images.py: images ready in {CACHE} (total {time.monotonic() - t0:.1f}s)")
 
@@ -315,6 +317,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="build (or reuse) every image archive")
     build.add_argument("--out", type=Path, help="also copy the archives here as <short>.tar")
+    build.add_argument(
+        "--image", action="append", help="only this one (short name: pause, controller, ...)"
+    )
     build.set_defaults(func=cmd_build)
     load = sub.add_parser(
         "load",

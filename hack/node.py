@@ -361,13 +361,18 @@ def cmd_status(args: argparse.Namespace) -> None:
 
 
 def cmd_prepare(args: argparse.Namespace) -> None:
-    """What `up` needs that needs no cluster: the Debian packages, the node's binaries and the
-    image archives. `.ci/run` runs it in the background once the engines are built (the argoexec
-    image then reuses Argo's compiled packages), so the first real-node test only imports them."""
+    """What `up` needs that needs no cluster: the Debian packages, the image archives and the
+    node's binaries. `.ci/run` runs it in the background from the start, so the first real-node
+    test only imports them: first what needs no Go, then the argoexec image once hack/build.sh
+    has built Argo (it reuses Argo's compiled packages; built beside it they would be compiled
+    twice), then the kubelet and CoreDNS (a wait for the background build's lane)."""
     t0 = time.monotonic()
     ensure_packages()
+    images = [sys.executable, HACK / "images.py", "build"]
+    common.run(*images, "--image", "pause", "--image", "workload", "--image", "controller")
+    common.run("bash", HACK / "build.sh", "argo")
+    common.run(*images, "--image", "argoexec")
     common.run("bash", HACK / "build.sh", "node")
-    common.run(sys.executable, HACK / "images.py", "build")
     common.log(f"node: prepared in {time.monotonic() - t0:.0f}s")
 
 
