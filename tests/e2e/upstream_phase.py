@@ -375,10 +375,22 @@ def provisioning_half(kube: Kube) -> ProvisioningUpstream:
             capacity.local_queue(kube, ns, "all")
             return _booking_outlived(kube, ns, check)
         finally:
-            for wl in kube.list(KUEUE, "workloads", ns):
-                kube.delete(KUEUE, "workloads", wl["metadata"]["name"], ns)
-            kube.delete_namespace(ns, wait=120)
+            _delete_running(kube, ns)
             kube.delete(KUEUE, "clusterqueues", cq["metadata"]["name"])
+
+
+def _delete_running(kube: Kube, ns: str) -> None:
+    """A namespace whose TrainJob is still running (Admitted, its trainer unschedulable), gone:
+    the TrainJob first, awaited gone, while upstream's controllers and Kueue's TrainJob
+    integration still run (Kueue then drops its Workload's finalizer, as for the tas half's
+    TrainJobs); deleting the Workload of a live TrainJob instead makes Kueue try to make another
+    one, and the namespace never finished deleting (a cold CI run, 120 s)."""
+    for obj in kube.list(TRAINER, "trainjobs", ns):
+        kube.delete(TRAINER, "trainjobs", obj["metadata"]["name"], ns)
+    wait_until("the TrainJobs gone", lambda: not kube.list(TRAINER, "trainjobs", ns), timeout=60)
+    for wl in kube.list(KUEUE, "workloads", ns):
+        kube.delete(KUEUE, "workloads", wl["metadata"]["name"], ns)
+    kube.delete_namespace(ns, wait=60)
 
 
 def _booking_outlived(kube: Kube, ns: str, check: str) -> ProvisioningUpstream:
