@@ -21,11 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import urllib3
-from kubernetes import watch
-from kubernetes.client.exceptions import ApiException
-
-from .kube import KUEUE, Kube, condition_is, wait_until
+from .kube import KUEUE, Kube, condition_is, resumable_watch, wait_until
 
 Json = dict[str, Any]
 CLUSTER_PY = Path(__file__).resolve().parents[2] / "hack" / "cluster.py"
@@ -186,28 +182,17 @@ class Requests:
         return set(self.seen)
 
     def _run(self) -> None:
-        version: str | None = None
-        while not self._stopped.is_set():
-            w = watch.Watch()  # type: ignore[no-untyped-call]
-            kwargs: dict[str, Any] = {"timeout_seconds": 2}
-            if version:
-                kwargs["resource_version"] = version
-            try:
-                for event in w.stream(  # type: ignore[no-untyped-call]
-                    self.kube.custom.list_namespaced_custom_object,
-                    *AUTOSCALING, self.namespace, "provisioningrequests", **kwargs,
-                ):  # fmt: skip
-                    obj = event["object"]
-                    with self._lock:
-                        self._seen[obj["metadata"]["name"]] = obj
-                version = w.resource_version
-            except ApiException as err:
-                if err.status != 410:
-                    self.error = f"ProvisioningRequest watch failed: {err.status} {err.reason}"
-                    return
-                version = None
-            except urllib3.exceptions.HTTPError:
-                self._stopped.wait(0.5)
+        error = resumable_watch(
+            self.kube.custom.list_namespaced_custom_object,
+            *AUTOSCALING, self.namespace, "provisioningrequests",
+            stopped=self._stopped, on_object=self._see,
+        )  # fmt: skip
+        if error:
+            self.error = f"ProvisioningRequest watch failed: {error}"
+
+    def _see(self, request: Json) -> None:
+        with self._lock:
+            self._seen[request["metadata"]["name"]] = request
 
 
 def conditions(request: Json) -> dict[str, Json]:

@@ -13,9 +13,10 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-import urllib3
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+
+from .kube import resumable_watch
 
 Json = dict[str, Any]
 
@@ -80,30 +81,19 @@ class Integrity:
             self.observe(self.core.api_client.sanitize_for_serialization(pod))
 
     def _run(self) -> None:
-        version: str | None = None
-        while not self._stopped.is_set():
-            w = watch.Watch()  # type: ignore[no-untyped-call]
-            kwargs: dict[str, Any] = {"timeout_seconds": 2}
-            if version:
-                kwargs["resource_version"] = version
-            try:
-                events = w.stream(  # type: ignore[no-untyped-call]
-                    self.core.list_namespaced_pod, self.namespace, **kwargs
-                )
-                for event in events:
-                    raw = event["raw_object"]
-                    self.seen[(raw.get("metadata") or {}).get("name", "")] = raw
-                    self.observe(raw)
-                version = w.resource_version
-            except ApiException as err:
-                if err.status != 410:
-                    self.problems.append(f"pod watch failed: {err.status} {err.reason}")
-                    return
-                version = None  # expired: relist (checked pods are not checked twice)
-            except urllib3.exceptions.HTTPError:
-                # the API server went away (the chaos test restarts it): resume the watch from
-                # the last version once it answers again (410 then means relist)
-                self._stopped.wait(0.5)
+        # a checked pod is not checked twice when a 410 relists it
+        error = resumable_watch(
+            self.core.list_namespaced_pod,
+            self.namespace,
+            stopped=self._stopped,
+            on_object=self._see,
+        )
+        if error:
+            self.problems.append(f"pod watch failed: {error}")
+
+    def _see(self, pod: Json) -> None:
+        self.seen[(pod.get("metadata") or {}).get("name", "")] = pod
+        self.observe(pod)
 
     def observe(self, pod: Json) -> None:
         """Check a pod once, when Running (not being deleted)."""
