@@ -240,14 +240,14 @@ def test_chaos_reduced(
             injected[what] += 1
         act()
         observe()
-        finished = all(
-            n in done
-            or (names[n].state == "Deleted" and kube.get(TRAINER, "trainjobs", n, ns) is None)
+        left = sorted(  # not terminal yet, or (a deleted scenario) not gone yet
+            n
             for n in names
+            if n not in done
+            and not (names[n].state == "Deleted" and kube.get(TRAINER, "trainjobs", n, ns) is None)
         )
-        if finished and not faults and not actions:
+        if not left and not faults and not actions:
             break
-        left = sorted(n for n in set(names) - set(done) if names[n].state != "Deleted")
         assert elapsed < 600 * SCALE, f"chaos: not settled: {left}, actions left {actions}"
         time.sleep(1.0)  # pacing of the observation loop (each pass reads the cluster)
 

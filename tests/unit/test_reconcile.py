@@ -321,8 +321,9 @@ def test_suspend_stops_running_workflow_and_releases_its_workloads() -> None:
     ]
 
 
-def test_trainjob_deleted_in_foreground_stops_its_running_workflow_only() -> None:
-    """Argo would retry the pods the GC deletes; a stop first, and nothing else."""
+def test_trainjob_deleted_in_foreground_stops_its_running_workflow_then_releases() -> None:
+    """Argo would retry the pods the GC deletes: a stop first, and nothing else; once Argo has
+    the stop, the stopped group's Workload goes, as for a suspend."""
     tj = trainjob(annotations={"trainweave.io/attempts": "2"})
     tj["metadata"]["deletionTimestamp"] = "2026-11-01T11:00:00Z"
     tj["metadata"]["finalizers"] = ["foregroundDeletion"]
@@ -342,8 +343,33 @@ def test_trainjob_deleted_in_foreground_stops_its_running_workflow_only() -> Non
         ),
     ]
     assert plan.start is None and plan.after_start == [] and plan.metrics == []
-    stopped = workflow({"init": INIT_OK, "trainer": TRAINER_RUN}, attempt=1, shutdown="Stop")
-    assert reconcile.actions(Observed(tj, (done, stopped), pods, wls), NOW).requests == []
+    stopped = workflow(
+        {"init": INIT_OK, "trainer": TRAINER_RUN}, attempt=1, shutdown="Stop", stopped_for="deleted"
+    )
+    plan = reconcile.actions(Observed(tj, (done, stopped), pods, wls), NOW)
+    assert [(r.method, r.path.rsplit("/", 1)[-1]) for r in plan.requests] == [
+        ("DELETE", "ft-trainer-a1")
+    ]
+    assert plan.after_start == [] and plan.metrics == []
+
+
+def test_trainjob_deleted_in_foreground_frees_a_failed_pod_kueue_holds() -> None:
+    """Found by ``make chaos``: the stop failed the trainer pod as the GC deleted it; Kueue kept
+    its finalizer, its group's Workload waiting for a replacement pod (then evicted by the
+    PodsReady timeout, never finished), so the pod, the Workflow and the TrainJob stayed for
+    good. The Workload is deleted, which makes Kueue drop the finalizer."""
+    tj = trainjob(annotations={"trainweave.io/attempts": "1"})
+    tj["metadata"]["deletionTimestamp"] = "2026-11-01T11:00:00Z"
+    tj["metadata"]["finalizers"] = ["foregroundDeletion"]
+    failed = StepState("Failed", [Pod("node-0-0", "Failed", code=143)], role="trainer", queue="gpu")
+    wf = workflow({"init": INIT_OK, "trainer": failed}, phase="Failed", stopped_for="deleted")
+    wf["metadata"]["deletionTimestamp"] = "2026-11-01T11:00:00Z"
+    pods = (pod("ft", "trainer", "node-0-0", "Failed", deleting=True),)
+    wls = (workload("ft-trainer-a0", queue="gpu", evicted="2026-11-01T11:00:30Z"),)
+    plan = reconcile.actions(Observed(tj, (wf,), pods, wls), NOW)
+    assert [(r.method, r.path.rsplit("/", 1)[-1]) for r in plan.requests] == [
+        ("DELETE", "ft-trainer-a0")
+    ]
 
 
 @pytest.mark.parametrize("finalizers", [["orphan"], ["example.com/keep"], []])

@@ -370,15 +370,19 @@ def _capacity_event(tj: Json, q: quota.StepQuota, now: datetime) -> api.Request:
 def _stop_when_deleted(ns: str, obs: Observed) -> list[api.Request]:
     """A TrainJob deleted in foreground stays until the GC has deleted its Workflows, which Argo
     keeps operating meanwhile: its retryStrategy would replace the pods the GC deletes. Stopping
-    each running Workflow first ends that (docs/engines.md). Other deletions are left alone: in
-    the background the Workflows go after the TrainJob (and Argo stops with them); with
-    ``orphan`` they are meant to keep running."""
+    each running Workflow first ends that (docs/engines.md). Then, as for a suspend, the quota of
+    each stopped or ended step group is released (``releases``): Kueue keeps its finalizer on a
+    step pod that failed (the stop fails it) while the group's Workload waits for a replacement
+    pod, so without it the GC could never delete that pod, its Workflow or the TrainJob. Other
+    deletions are left alone: in the background the Workflows go after the TrainJob (and Argo
+    stops with them, ``orphan_releases``); with ``orphan`` they are meant to keep running."""
     if FOREGROUND not in Meta.of(obs.trainjob).finalizers:
         return []
     views = obs.owned_views
-    return [
+    stops = [
         _stop(ns, v, Stop(StoppedFor.DELETED)) for v in views if not v.terminal and not v.shutdown
     ]
+    return stops + releases(obs, done_groups(obs, stop_all=False))
 
 
 def _attempts(ns: str, name: str, n: int) -> api.Request:
