@@ -210,8 +210,10 @@ VALUES: st.SearchStrategy[Any] = st.one_of(
     _SCALARS,
     st.lists(_SCALARS, max_size=3),
     st.dictionaries(st.text(max_size=6), _SCALARS, max_size=3),
-    st.just([{}]),
-    st.just({"name": None}),
+    # built anew for each draw: a shared object would carry one example's later edits into the
+    # next (hypothesis: "Inconsistent data generation")
+    st.builds(lambda: [{}]),
+    st.builds(lambda: {"name": None}),
 )
 NEW_KEYS = st.one_of(
     st.text(max_size=10),

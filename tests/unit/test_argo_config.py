@@ -418,7 +418,7 @@ _sc = st.fixed_dictionaries(
         "runAsNonRoot": st.booleans(),
         "allowPrivilegeEscalation": st.booleans(),
         "capabilities": st.fixed_dictionaries({"drop": st.lists(st.just("ALL"), max_size=1)}),
-        "seccompProfile": st.just({"type": "RuntimeDefault"}),
+        "seccompProfile": st.builds(lambda: {"type": "RuntimeDefault"}),
     },
 )
 

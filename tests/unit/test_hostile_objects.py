@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.hostile_objects import hostile_typed, hostile_workflow
-from tests.mutations import mutate
+from tests.mutations import VALUES, mutate
 from tests.unit.cluster_objects import T0, Pod, StepState, pod, trainjob, workflow, workload
 from tests.unit.test_supervised import ApiServer, controller
 from trainweave import labels as L
@@ -165,3 +165,28 @@ def test_the_issue_37_patch_leaves_the_other_namespace_running(etype: str) -> No
     assert kept is not None and not ctl.view(kept).nodes_known
     ctl.reconcile(("ns", "ft"))
     assert len(server.written("/namespaces/ns/workflows")) == 1
+
+
+def _containers(value: object) -> list[object]:
+    """``value`` and every list or dict inside it."""
+    if isinstance(value, dict):
+        return [value, *(c for v in value.values() for c in _containers(v))]
+    if isinstance(value, list):
+        return [value, *(c for v in value for c in _containers(v))]
+    return []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_strategies_never_hand_out_a_shared_object(data: st.DataObject) -> None:
+    """A drawn list or dict is new: an edit of one example must not reach the next (a shared
+    ``st.just([{}])`` made hypothesis report "Inconsistent data generation" once an example
+    had edited it)."""
+    seen: set[int] = set()
+    kept = []  # keeps every drawn value alive, so no id is reused
+    for _ in range(6):
+        value = data.draw(VALUES | hostile().map(lambda h: h[1]))
+        kept.append(value)
+        ids = {id(c) for c in _containers(value)}
+        assert not ids & seen
+        seen |= ids
