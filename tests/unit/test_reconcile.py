@@ -608,6 +608,46 @@ def test_a_step_whose_pods_all_succeeded_before_the_stop_is_not_run_again() -> N
     assert plan.start is not None and plan.start.skip_steps == frozenset({"init", "trainer"})
 
 
+def test_a_step_whose_pods_beat_the_stop_is_not_run_again() -> None:
+    """Found by ``make chaos`` (``suspend-24``): the suspend's stop reached the trainer as its pod
+    succeeded; Argo marked the step failed by the stop, Kueue counted the group's one pod
+    succeeded and finished it. Re-run under the same group name, the new pod stayed gated for
+    good (Kueue saw a finished group). The step counts as done: the next segment skips it."""
+    stopped_trainer = StepState(
+        "Failed",
+        [Pod("node-0-0", "Failed", message="workflow shutdown with strategy:  Stop")],
+        role="trainer",
+        queue="gpu",
+    )
+    stopped = workflow(
+        {"init": INIT_OK, "trainer": stopped_trainer, "exporter": StepState("")},
+        phase="Failed",
+        shutdown="Stop",
+        stopped_for="suspend",
+    )
+    total = {"kueue.x-k8s.io/pod-group-total-count": "1"}
+    pods = (
+        pod("ft", "init", "init-0-0", "Succeeded", annotations=total),
+        pod("ft", "trainer", "node-0-0", "Succeeded", annotations=total),
+    )
+    wls = (
+        workload("ft-init-a0", reserved=T0, finished="2026-11-01T10:01:00Z"),
+        workload("ft-trainer-a0", queue="gpu", reserved=T0, finished="2026-11-01T10:04:00Z"),
+    )
+    tj = trainjob(annotations={"trainweave.io/attempts": "1"})
+    plan = reconcile.actions(Observed(tj, (stopped,), pods, wls), NOW)
+    assert plan.start == reconcile.Start(
+        attempt=0, segment=1, skip_steps=frozenset({"init", "trainer"})
+    )
+    assert [r for r in plan.requests if r.method == "DELETE"] == []  # its Workload stays
+    # a pod of the group that did not succeed (or one missing) leaves the step to run again
+    missing = (pods[0],)
+    failed = (pods[0], pod("ft", "trainer", "node-0-0", "Failed", annotations=total))
+    for others in (missing, failed):
+        again = reconcile.actions(Observed(tj, (stopped,), others, wls[:1]), NOW)
+        assert again.start is not None and again.start.skip_steps == frozenset({"init"})
+
+
 def test_resuming_deletes_a_finished_workload_the_next_segment_reuses_first() -> None:
     """A 2-pod step stopped with one pod done: Kueue finished the group's Workload. The next
     segment runs the step again under the same group name, so the Workload goes first."""

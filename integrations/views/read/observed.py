@@ -20,11 +20,12 @@ from typing import Any
 from trainweave import codecs, labels
 from trainweave.codecs import Stop
 from trainweave.integrations.views.read import quota
+from trainweave.integrations.views.read.argo_nodes import workflow_of
 from trainweave.integrations.views.read.argo_view import FAILED, WorkflowView, view
-from trainweave.integrations.views.read.bodies import Meta
+from trainweave.integrations.views.read.bodies import Meta, PodBody
 from trainweave.integrations.views.read.quota import held
 from trainweave.labels import Reason, StoppedFor
-from trainweave.states import ArgoPhase
+from trainweave.states import ArgoPhase, PodPhase
 
 Json = dict[str, Any]
 
@@ -149,8 +150,27 @@ def progress(obs: Observed) -> Progress:
     mine = sorted((v for v in views if v.attempt == attempt), key=lambda v: v.segment)
     done: set[str] = set()
     for v in mine:
-        done |= v.succeeded_steps
+        done |= v.succeeded_steps | stopped_steps_that_succeeded(v, obs.pods)
     return Progress(attempt, tuple(mine), frozenset(done))
+
+
+def stopped_steps_that_succeeded(wf: WorkflowView, pods: tuple[Json, ...]) -> frozenset[str]:
+    """The steps of a stopped segment whose pods all succeeded although Argo marked them failed
+    by the stop (``workflow shutdown with strategy: Stop``): the pods ended before the stop
+    reached them. They count as done, as Kueue counts them: it finishes a group once
+    ``pod-group-total-count`` of its pods succeeded (v0.19.2 ``pod_controller.go`` ``Finished``),
+    so the same group re-run by the next segment would never be admitted (its new pods stay
+    gated), and the work it did would be done twice."""
+    if not wf.stopped_for:
+        return frozenset()
+    by_step: dict[str, list[bool]] = {}
+    for group, info in wf.groups.items():
+        mine = [p for p in pods if group_of(p) == group and workflow_of(p) == wf.name]
+        totals = {Meta.of(p).annotation(labels.KUEUE_POD_GROUP_TOTAL_COUNT) for p in mine}
+        total = codecs.decode_int(totals.pop()) if len(totals) == 1 else -1
+        succeeded = all(PodBody.of(p).phase == PodPhase.SUCCEEDED for p in mine)
+        by_step.setdefault(info.step, []).append(total > 0 and len(mine) == total and succeeded)
+    return frozenset(step for step, groups in by_step.items() if all(groups))
 
 
 def group_of(pod: Json) -> str:
