@@ -21,6 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +42,13 @@ SEED = 7
 SCALE = int(os.environ.get("TRAINWEAVE_CHAOS_SCALE", "1"))
 Json = dict[str, Any]
 # a TrainJob's terminal condition may trail its Workflow's finishedAt by this much (a controller
-# kill costs the Lease's expiry, 15 s, before the other replica reconciles)
+# kill costs the Lease's expiry, 15 s, before the other replica reconciles) ...
 MAX_LAG_S = 45
+# ... plus one takeover (leaseDurationSeconds 15 + retryPeriod 2) for each further fault that
+# stops the leader inside that window: a kill of the new leader before it acted, or a
+# kube-apiserver restart (every replica waits for it, and for its RBAC cache: 403 meanwhile)
+TAKEOVER_S = 17
+LEADER_FAULTS = ("controller", "kube-apiserver")
 
 
 @dataclass(frozen=True)
@@ -107,11 +113,11 @@ def _last(wfs: list[str]) -> str:
     return max(wfs, key=lambda w: (len(w), w))
 
 
-def _lags(kube: Kube, ns: str, have: dict[str, list[str]]) -> dict[str, float]:
+def _lags(kube: Kube, ns: str, have: dict[str, list[str]]) -> dict[str, Lag]:
     """Per TrainJob, its terminal condition's ``lastTransitionTime`` after its last Workflow's
     ``status.finishedAt`` (the controller's and Argo's own stamps, whole seconds, one host
     clock), 0 when the TrainJob ended first (a deadline)."""
-    out: dict[str, float] = {}
+    out: dict[str, Lag] = {}
     for name, wfs in have.items():
         tj = kube.get(TRAINER, "trainjobs", name, ns)
         ends = [
@@ -122,9 +128,25 @@ def _lags(kube: Kube, ns: str, have: dict[str, list[str]]) -> dict[str, float]:
         finished = (kube.workflow(ns, _last(wfs)).get("status") or {}).get("finishedAt")
         if not ends or not finished:
             continue
-        lag = parse_time(ends[0]["lastTransitionTime"]) - parse_time(finished)
-        out[name] = max(0.0, lag.total_seconds())
+        start, end = parse_time(finished), parse_time(ends[0]["lastTransitionTime"])
+        out[name] = Lag(max(0.0, (end - start).total_seconds()), start, end)
     return out
+
+
+@dataclass(frozen=True)
+class Lag:
+    """How long a TrainJob's terminal condition trailed its last Workflow's end."""
+
+    seconds: float
+    finished: datetime  # the Workflow's finishedAt
+    ended: datetime  # the TrainJob's terminal condition
+
+    def allowed(self, faults: list[datetime]) -> float:
+        """``MAX_LAG_S``, plus ``TAKEOVER_S`` for each leader fault after the first from one
+        takeover before the Workflow ended to the condition."""
+        since = self.finished - timedelta(seconds=TAKEOVER_S)
+        n = sum(1 for at in faults if since <= at <= self.ended)
+        return MAX_LAG_S + TAKEOVER_S * max(0, n - 1)
 
 
 def _running(kube: Kube, ns: str, name: str) -> bool:
@@ -225,10 +247,13 @@ def test_chaos_reduced(
                 del actions[name]
 
     spare = iter(f"c{i}" for i in range(2, 2 + 5 * SCALE))
+    leader_faults: list[datetime] = []  # when each fault that stops the leader struck
     while True:
         elapsed = time.monotonic() - t0
         while faults and faults[0][0] <= elapsed:
             _, what = faults.pop(0)
+            if what in LEADER_FAULTS:
+                leader_faults.append(datetime.now(UTC))
             if what == "controller":
                 leader = _leader(kube, procs) or next(iter(procs.values()))
                 leader.stop(signal.SIGKILL)
@@ -302,7 +327,13 @@ def test_chaos_reduced(
         and not ((f := condition(wl, "Finished")) and f["status"] == "True")
     ]  # fmt: skip
     lags = _lags(kube, ns, have)
-    max_lag = max(lags.values(), default=0.0)
+    max_lag = max((lag.seconds for lag in lags.values()), default=0.0)
+    largest = sorted(lags.items(), key=lambda kv: -kv[1].seconds)[:5]
+    over = {
+        n: (lag.seconds, lag.allowed(leader_faults))
+        for n, lag in lags.items()
+        if lag.seconds > lag.allowed(leader_faults)
+    }
     # the same figure as this loop saw it: it reads the cluster once a pass and is blind while a
     # restart runs (`_restart` waits for the engine), so it only bounds the lag from above
     seen = [
@@ -310,7 +341,8 @@ def test_chaos_reduced(
         for n, wfs in have.items()
         if n in done and (w := _last(wfs)) in wf_end
     ]
-    print(f"chaos: largest lags (s) {sorted(lags.items(), key=lambda kv: -kv[1])[:5]}; "
+    print(f"chaos: largest lags (s, allowed) "
+          f"{[(n, lag.seconds, lag.allowed(leader_faults)) for n, lag in largest]}; "
           f"as observed by the loop, max {max(seen, default=0.0):.0f}")  # fmt: skip
     faults_n = sum(injected.values())
     print(f"chaos: faults by kind {dict(injected)}; mismatches {mismatches}")
@@ -346,4 +378,4 @@ def test_chaos_reduced(
     assert mismatches == []
     assert holding == []
     assert duplicates == 0
-    assert max_lag <= MAX_LAG_S, sorted(lags.items(), key=lambda kv: -kv[1])[:10]
+    assert over == {}, f"lag over its bound (s, allowed): {over}"
