@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -61,6 +61,7 @@ class Integrity:
 
     def __init__(self, api: client.ApiClient, namespace: str) -> None:
         self.core = client.CoreV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
         self.namespace = namespace
         self.checked: set[str] = set()
         self.problems: list[str] = []
@@ -103,9 +104,32 @@ class Integrity:
         if uid in self.checked or phase != "Running" or meta.get("deletionTimestamp"):
             return
         missing = [(kind, name) for kind, name in references(pod) if not self._exists(kind, name)]
+        if missing and self._trainjob_going(pod):
+            missing = []  # its TrainJob is deleted: the GC removes the children in any order
         self.checked.add(uid)  # after the reads: one the API server broke is checked again
         for kind, name in missing:
             self.problems.append(f"pod {meta.get('name')}: {kind} {name} does not exist")
+
+    def _trainjob_going(self, pod: Json) -> bool:
+        """The pod's TrainJob (trainweave's label, or upstream's JobSet, named as the TrainJob)
+        is gone or being deleted (seen in ``make chaos``: a background deletion's GC removed
+        the Service before the running pod's watch event was checked)."""
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        name = labels.get("trainweave.io/trainjob") or labels.get("jobset.sigs.k8s.io/jobset-name")
+        if not name:
+            return False
+        try:
+            tj = cast(
+                Json,
+                self.custom.get_namespaced_custom_object(
+                    "trainer.kubeflow.org", "v1alpha1", self.namespace, "trainjobs", name
+                ),
+            )
+        except ApiException as err:
+            if err.status == 404:
+                return True
+            raise
+        return bool((tj.get("metadata") or {}).get("deletionTimestamp"))
 
     def _exists(self, kind: str, name: str) -> bool:
         read = {
