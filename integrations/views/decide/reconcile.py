@@ -370,12 +370,11 @@ def _capacity_event(tj: Json, q: quota.StepQuota, now: datetime) -> api.Request:
 def _stop_when_deleted(ns: str, obs: Observed) -> list[api.Request]:
     """A TrainJob deleted in foreground stays until the GC has deleted its Workflows, which Argo
     keeps operating meanwhile: its retryStrategy would replace the pods the GC deletes. Stopping
-    each running Workflow first ends that (docs/engines.md). Then, as for a suspend, the quota of
-    each stopped or ended step group is released (``releases``): Kueue keeps its finalizer on a
-    step pod that failed (the stop fails it) while the group's Workload waits for a replacement
-    pod, so without it the GC could never delete that pod, its Workflow or the TrainJob. Other
-    deletions are left alone: in the background the Workflows go after the TrainJob (and Argo
-    stops with them, ``orphan_releases``); with ``orphan`` they are meant to keep running."""
+    each running Workflow first ends that; then each stopped or ended group is released, as for a
+    suspend: Kueue keeps its finalizer on a pod the stop failed while the Workload waits for a
+    replacement, which would hold the pod, Workflow and TrainJob for good (docs/engines.md).
+    In the background the Workflows go after the TrainJob (``orphan_releases``); with
+    ``orphan`` they are meant to keep running."""
     if FOREGROUND not in Meta.of(obs.trainjob).finalizers:
         return []
     views = obs.owned_views
