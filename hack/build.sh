@@ -268,7 +268,7 @@ if [[ "${1:-}" == "node" ]]; then step kubelet kubelet; step coredns coredns; ec
 ONE="etcd etcd kubernetes kubernetes"
 TWO="argo-cli argo_cli argo argo kwok kwok"
 THREE="kueue kueue"
-if [[ "${1:-}" == "core" ]]; then lanes "$ONE" "$TWO" "$THREE"; echo "build.sh: core engines ready in $BIN"; exit 0; fi
+if [[ "${1:-}" == "core" ]]; then lanes "$ONE" "$TWO" "$THREE"; echo "build.sh: core engines ready in $BIN (total $(($(date +%s) - TOTAL0))s)"; exit 0; fi
 THREE="$THREE kueuectl kueuectl trainer trainer jobset jobset"
 if [[ "${1:-}" == "all" ]]; then
   lanes "$ONE kubelet kubelet coredns coredns" "$TWO" "$ORACLE_STAMP oracle $THREE"
