@@ -18,12 +18,11 @@ example: venv
 	$(VENV)/bin/trainweave render examples/llm-finetune/trainjob.yaml \
 	  --runtime examples/llm-finetune/runtime.yaml
 
-## Everything CI runs (hack/test.sh): lint first, then the e2e tier on a real control plane and,
-## beside it once the control plane's engines are built, the rest of the fast lane (types, the unit
-## tier, the schema tests, promtool, argo lint; its log printed at the end). `make check` is the
-## quick loop without Go.
+## Everything CI runs (hack/test.sh): lint first, then the e2e tier on a real control plane, and
+## beside its serial phase the rest of the fast lane (types, the unit tier, the schema tests,
+## promtool, argo lint; its log printed at the end). `make check` is the quick loop without Go.
 test: venv
-	KUBECONFIG_E2E=$(KUBECONFIG_E2E) bash hack/test.sh $(MAKE)
+	bash hack/test.sh $(MAKE)
 
 ## The development loop without Go or engines: lint, types and the unit tier.
 check: lint typecheck unit-fast

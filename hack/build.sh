@@ -40,7 +40,11 @@ pins >"$ENG/versions.env"
 
 command -v go >/dev/null || { echo "build.sh: \`go\` is not on PATH: install Go >= 1.26 (https://go.dev/dl/) with access to the Go module proxy and put its bin/ on PATH" >&2; exit 1; }
 export CGO_ENABLED=0
-export GOFLAGS="${GOFLAGS:-} -trimpath -buildvcs=false"
+# hack/go-build-flags: the flags of every Go build here (the engines, the argoexec image, the tests'
+# Go helpers), so a module graph compiles once into the shared build cache. -dwarf=false: no debug
+# information is generated (the binaries are stripped of it anyway, -s -w), about 10 % less CPU
+# (etcd from an empty build cache: 117 -> 104 CPU-s).
+export GOFLAGS="${GOFLAGS:-} $(cat "$ROOT/hack/go-build-flags")"
 JOBS="${BUILD_JOBS:-2}"
 LOG="$ENG/build-times.log"
 TOTAL0=$(date +%s)

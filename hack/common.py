@@ -77,6 +77,12 @@ def versions() -> dict[str, str]:
     return pins
 
 
+def go_build_flags() -> str:
+    """hack/go-build-flags: the GOFLAGS of every Go build (hack/build.sh reads the same file), so
+    the argoexec image's build reuses the packages the engines' builds compiled."""
+    return (HACK / "go-build-flags").read_text().strip()
+
+
 def engines_dir() -> Path:
     """Where hack/build.sh builds the engines of this versions.env (it prints the folder)."""
     out = subprocess.run(

@@ -57,7 +57,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from common import HACK, IMAGES_CACHE, ROOT, VERSIONS, go_module, output, versions
+from common import HACK, IMAGES_CACHE, ROOT, VERSIONS, go_build_flags, go_module, output, versions
 from images_controller import controller_image
 from oci import (
     Blob,
@@ -179,7 +179,7 @@ def build_argoexec(work: Path) -> tuple[list[Blob], dict[str, Any]]:
     ldflags = " ".join(
         ["-s -w", *(f"-X {ARGO_MODULE}.{kv}" for kv in stamp), "-extldflags -static"]
     )
-    env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-trimpath -buildvcs=false"}
+    env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": go_build_flags()}
     output(["go", "mod", "tidy"], cwd=w, env=env)
     out = work / "argoexec"
     output(

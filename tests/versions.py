@@ -22,13 +22,10 @@ KUEUE_VERSION = PINS["KUEUE_VERSION"]
 
 
 def go_build_env() -> dict[str, str]:
-    """The environment hack/build.sh builds with (``CGO_ENABLED=0``, ``-trimpath
-    -buildvcs=false``): a test's Go helper built with it reuses the packages the engines' builds
-    left in the Go build cache (the same module graph compiles once), where the defaults (cgo on,
-    no trimpath) would compile the whole graph again."""
+    """The environment hack/build.sh builds with (``CGO_ENABLED=0``, hack/go-build-flags): a
+    test's Go helper built with it reuses the packages the engines' builds left in the Go build
+    cache (the same module graph compiles once), where the defaults (cgo on, no trimpath) would
+    compile the whole graph again."""
     flags = os.environ.get("GOFLAGS", "")
-    return {
-        **os.environ,
-        "CGO_ENABLED": "0",
-        "GOFLAGS": f"{flags} -trimpath -buildvcs=false".strip(),
-    }
+    ours = (_ENV.parent / "go-build-flags").read_text().strip()
+    return {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": f"{flags} {ours}".strip()}
