@@ -4,9 +4,9 @@
 # mostly wait on the engines and leave the CPU idle; its output goes to .cache/fast-lane.log and is
 # printed at the end. On a cold machine the engines' build is CPU-bound and the e2e tier waits for
 # it, and the parallel phase keeps both cores busy: CPU the fast lane took from either would come
-# straight off the run's length (docs/local-control-plane.md, "How the e2e tier runs", cold runs 5 and 6). When the e2e tier
-# ends before its serial phase starts (e.g. the control plane did not come up), the fast lane runs
-# after it. `make check` is the quick loop without Go.
+# straight off the run's length (docs/local-control-plane.md, "How the e2e tier runs", cold runs
+# 5 and 6). When the e2e tier ends before its serial phase starts (e.g. the control plane did not
+# come up), the fast lane runs after it. `make check` is the quick loop without Go.
 # Usage: hack/test.sh MAKE; exit: the e2e tier's code, else the fast lane's.
 #        hack/test.sh --fast-lane MAKE: only the fast lane, into .cache/fast-lane.{log,rc}.
 set -uo pipefail
