@@ -11,6 +11,7 @@ import hashlib
 import re
 
 from trainweave.k8s_names import DNS1123_SUBDOMAIN
+from trainweave.model import Pipeline, Step
 
 MAX_LABEL = 63
 
@@ -52,9 +53,18 @@ def segment_name(workflow: str, segment: int) -> str:
     return workflow if segment == 0 else f"{workflow}-s{segment}"
 
 
-def group_name(trainjob: str, step: str, attempt: int) -> str:
-    """The Kueue pod group (and so the Workload name) of one step in one attempt."""
-    return dns_label(trainjob, step, f"a{attempt}")
+def group_name(trainjob: str, step: str, attempt: int, segment: int = 0) -> str:
+    """The Kueue pod group (and so the Workload name) of one step in one attempt segment:
+    ``<tj>-<step>-a<attempt>``, then ``-a<attempt>s<segment>`` for a resumed segment. Kueue
+    counts every pod that carries a group name (``pod_controller.go`` ``Finished``, and
+    ``ConstructComposableWorkload`` deletes the newest gated pods beyond the total count), so
+    a step re-run by a later segment must not share the name of the pods a stopped one left."""
+    return dns_label(trainjob, step, f"a{attempt}" + (f"s{segment}" if segment else ""))
+
+
+def step_group(pipeline: Pipeline, step: Step) -> str:
+    """``group_name`` of ``step`` in ``pipeline``'s attempt segment."""
+    return group_name(pipeline.name, step.name, pipeline.attempt, pipeline.segment)
 
 
 def slot(job: str, replica: int | str, index: int | str) -> str:

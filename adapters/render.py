@@ -51,7 +51,11 @@ CREATION_ORDER = (
 def render(trainjob: TrainJob, runtime: Runtime, options: Options = DEFAULTS) -> list[Json]:
     """Every object of one attempt segment; raises InputErrors for invalid input."""
     pipeline = trainer.to_pipeline(
-        trainjob, runtime, attempt=options.attempt, default_queue=options.default_queue
+        trainjob,
+        runtime,
+        attempt=options.attempt,
+        segment=options.segment,
+        default_queue=options.default_queue,
     )
     if options.trainer_status is not None:  # Trainer's TrainJobStatus plugin (--trainjob-status)
         tj_env = trainjob.spec.trainer.env if trainjob.spec.trainer else []

@@ -157,6 +157,7 @@ class Pipeline:
     runtime_name: str
     runtime_snapshot: JsonDict
     attempt: int = 0
+    segment: int = 0
     service: HeadlessService | None = None
     pvcs: tuple[JsonDict, ...] = ()
     pvc_retain: bool = False

@@ -181,7 +181,7 @@ def pod_labels(pipeline: Pipeline, step: Step, job: Job) -> dict[str, str]:
         L.JOBSET_JOB_INDEX: "{{inputs.parameters.replica}}",
         L.JOB_COMPLETION_INDEX: "{{inputs.parameters.index}}",
         L.KUEUE_QUEUE_NAME: step.queue,
-        L.KUEUE_POD_GROUP_NAME: names.group_name(pipeline.name, step.name, pipeline.attempt),
+        L.KUEUE_POD_GROUP_NAME: names.step_group(pipeline, step),
         L.KUEUE_POD_GROUP_POD_INDEX: "{{inputs.parameters.rank}}",
     }
 
@@ -301,7 +301,7 @@ def cleanup_templates(pipeline: Pipeline) -> list[m.Template]:
                 parameters=[
                     m.Parameter(
                         name="workload",
-                        value=names.group_name(pipeline.name, step.name, pipeline.attempt),
+                        value=names.step_group(pipeline, step),
                     )
                 ]
             ),

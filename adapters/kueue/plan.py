@@ -145,7 +145,7 @@ def plan(
 
 def _step_plan(pipeline: Pipeline, step: Step, queues: QueueSet, defaults: PodDefaults) -> StepPlan:
     roles = tuple(pod_roles(step, defaults))
-    workload = names.group_name(pipeline.name, step.name, pipeline.attempt)
+    workload = names.step_group(pipeline, step)
     base = StepPlan(step.name, step.role.value, workload, step.pods, step.queue, None, roles, ())
     lq = queues.local_queue(pipeline.namespace, step.queue)
     if lq is None:

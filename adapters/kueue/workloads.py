@@ -100,7 +100,7 @@ def workload(pipeline: Pipeline, step: Step, defaults: PodDefaults | None = None
         priority = defaults.priorities.get(step.priority_class)
     return Workload(
         metadata=WorkloadMeta(
-            name=names.group_name(pipeline.name, step.name, pipeline.attempt),
+            name=names.step_group(pipeline, step),
             namespace=pipeline.namespace,
             annotations={KUEUE_IS_GROUP_WORKLOAD: "true"},
             finalizers=[labels.KUEUE_RESOURCE_IN_USE],

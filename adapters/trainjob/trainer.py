@@ -46,6 +46,7 @@ def to_pipeline(
     runtime: Runtime,
     *,
     attempt: int = 0,
+    segment: int = 0,
     default_queue: str | None = None,
     registry: policies.Registry = policies.REGISTRY,
 ) -> Pipeline:
@@ -126,6 +127,7 @@ def to_pipeline(
         runtime_name=runtime.metadata.name,
         runtime_snapshot=runtime.snapshot,
         attempt=attempt,
+        segment=segment,
         service=service,
         pvcs=tuple(_pvcs(trainjob.metadata.name, spec)),
         pvc_retain=any(

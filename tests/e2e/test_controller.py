@@ -145,6 +145,60 @@ def test_suspend_then_resume_continues_from_interrupted_step(
     assert [t["name"] for t in main["dag"]["tasks"]] == ["node", "model-exporter"]
 
 
+def test_a_step_resumed_after_some_of_its_pods_succeeded_runs_under_its_own_group(
+    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
+) -> None:
+    """A 2-pod trainer suspended after rank 0 succeeded, rank 1 still running: the resumed
+    segment re-runs the step. Kueue counts every pod carrying a group's name (v0.19.2
+    ``pod_controller.go``: ``Finished`` counts the succeeded ones, ``ConstructComposableWorkload``
+    deletes the newest gated pods beyond ``pod-group-total-count``), so under the stopped
+    segment's group name the old succeeded pod would stand in for a new one. The segment's
+    pods carry their own group, ``ft-node-a0s1``, which Kueue admits and finishes alone."""
+    queues()
+    tj, rt = example(namespace, nodes=2)
+    for rjob in rt["spec"]["template"]["spec"]["replicatedJobs"]:
+        if rjob["name"] == "node":  # rank 0 ends at once, rank 1 runs 15 s, in every segment
+            ann = rjob["template"]["spec"]["template"]["metadata"]["annotations"]
+            ann["trainweave.test/attempt"] = "{{retries}}-{{inputs.parameters.rank}}"
+            ann["trainweave.test/duration.0-0"] = "1s"
+            ann["trainweave.test/duration.0-1"] = "15s"
+    apply(kube, namespace, tj, rt)
+
+    def half_done() -> bool:
+        pods = kube.pods(namespace, "trainweave.io/replicated-job=node")
+        return sorted(p.status.phase for p in pods) == ["Running", "Succeeded"]
+
+    wait_until("trainer rank 0 done, rank 1 running", half_done, timeout=120)
+    kube.custom.patch_namespaced_custom_object(
+        *TRAINER, namespace, "trainjobs", "ft", {"spec": {"suspend": True}}
+    )
+    wait_condition(kube, namespace, "Suspended")
+    wait_until(
+        "stopped segment's pods ended", lambda: not _phase_pods(kube, namespace, "node", "Running")
+    )
+    kube.custom.patch_namespaced_custom_object(
+        *TRAINER, namespace, "trainjobs", "ft", {"spec": {"suspend": False}}
+    )
+    wait_condition(kube, namespace, "Complete", timeout=180)
+    assert sorted(w["metadata"]["name"] for w in workflows(kube, namespace)) == ["ft", "ft-s1"]
+    groups: dict[str, list[str]] = {}
+    for p in kube.pods(namespace, "trainweave.io/replicated-job=node"):
+        group = (p.metadata.labels or {})["kueue.x-k8s.io/pod-group-name"]
+        wf = (p.metadata.labels or {})["workflows.argoproj.io/workflow"]
+        groups.setdefault(f"{wf}/{group}", []).append(p.status.phase)
+    assert sorted(groups["ft-s1/ft-node-a0s1"]) == ["Succeeded", "Succeeded"], groups
+    assert set(groups) <= {"ft/ft-node-a0", "ft-s1/ft-node-a0s1"}, groups
+    wl = kube.workload(namespace, "ft-node-a0s1")
+    assert wl is not None
+    finished = condition(wl, "Finished")
+    assert finished is not None and (finished["status"], finished["reason"]) == (
+        "True",
+        "Succeeded",
+    ), finished
+    excess = kube.core.list_namespaced_event(namespace, field_selector="reason=ExcessPodDeleted")
+    assert not excess.items, [e.message for e in excess.items]
+
+
 def _phase_pods(kube: Kube, ns: str, rjob: str, phase: str) -> bool:
     pods = kube.pods(ns, f"trainweave.io/replicated-job={rjob}")
     return any(p.status.phase == phase for p in pods)

@@ -648,9 +648,10 @@ def test_a_step_whose_pods_beat_the_stop_is_not_run_again() -> None:
         assert again.start is not None and again.start.skip_steps == frozenset({"init"})
 
 
-def test_resuming_deletes_a_finished_workload_the_next_segment_reuses_first() -> None:
+def test_resuming_after_a_partial_step_starts_the_next_segment_at_once() -> None:
     """A 2-pod step stopped with one pod done: Kueue finished the group's Workload. The next
-    segment runs the step again under the same group name, so the Workload goes first."""
+    segment runs the step again under its own group names (``names.group_name``), so it starts
+    at once and the stopped segment's Workload stays, with the pods Kueue counted for it."""
     half = StepState(
         "Failed",
         [Pod("node-0-0", "Succeeded", code=0), Pod("node-0-1", "Failed", code=143)],
@@ -668,10 +669,5 @@ def test_resuming_deletes_a_finished_workload_the_next_segment_reuses_first() ->
     )
     obs = Observed(trainjob(annotations={"trainweave.io/attempts": "1"}), (stopped,), (), (wl,))
     plan = reconcile.actions(obs, NOW)
-    assert plan.start is None
-    assert [(r.method, r.path.rsplit("/", 1)[-1]) for r in plan.requests] == [
-        ("DELETE", "ft-trainer-a0")
-    ]
-    # once it is gone, the segment starts, skipping only the finished initializer
-    plan = reconcile.actions(Observed(obs.trainjob, (stopped,)), NOW)
-    assert plan.start is not None and plan.start.skip_steps == frozenset({"init"})
+    assert plan.start == reconcile.Start(attempt=0, segment=1, skip_steps=frozenset({"init"}))
+    assert [r for r in plan.requests if r.method == "DELETE"] == []

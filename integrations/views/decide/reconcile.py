@@ -9,7 +9,8 @@ Prometheus observations owed, and when to look again. Lifecycle (docs/controller
 - suspend: a Workflow with no pods yet gets Argo ``spec.suspend``; a running one
   is stopped (``spec.shutdown: Stop``) and its step Workloads deleted, so Kueue
   deletes the pods and frees the quota; resume starts the next segment
-  ``<wf>-s<j>`` without the steps that already succeeded;
+  ``<wf>-s<j>`` without the steps that already succeeded, its steps' pod groups named
+  for the segment (``names.group_name``), so Kueue never counts a stopped segment's pods;
 - failure with budget left (JobSet ``failurePolicy.maxRestarts``): a fresh
   attempt ``<tj>-r<k>``, like KubeRay's RayJob backoffLimit; never after a deadline;
 - clean-up: a step pod group that is done for good gets
@@ -171,10 +172,6 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Actions, now: 
     if latest.stopped_for == Stop(StoppedFor.SUSPEND):
         live = _live_groups(obs, latest)
         if latest.terminal and not live and all(PodBody.of(p).terminal for p in wf_pods):
-            finished = _finished_groups_to_rerun(obs, latest, prog.done_steps)
-            if finished:  # the next segment re-uses these group names: Kueue would never
-                out.requests += finished  # admit its pods into a Finished Workload
-                return
             out.start = Start(prog.attempt, latest.segment + 1, prog.done_steps, False)
         return
     if judging.state(prog) == AttemptState.FAILED and not prog.exhausted:
@@ -234,22 +231,6 @@ def _capacity_cause(
     return f"; {capacity.lost(q)}"
 
 
-def _finished_groups_to_rerun(
-    obs: Observed, wf: WorkflowView, done_steps: frozenset[str]
-) -> list[api.Request]:
-    """Deletes of the Finished Workloads of ``wf``'s steps that the next segment runs again (a
-    step stopped with some of its pods done: Kueue finished its group)."""
-    ns = Meta.of(obs.trainjob).namespace
-    rerun = {g for g, info in wf.groups.items() if info.step not in done_steps}
-    return [
-        api.delete(api.WORKLOAD, ns, m.name, m.uid)
-        for wl in obs.workloads
-        if (m := Meta.of(wl)).name in rerun
-        and WorkloadBody.of(wl).finished
-        and not m.deletion_timestamp
-    ]
-
-
 def _live_groups(obs: Observed, wf: WorkflowView) -> list[str]:
     """The Workloads of ``wf``'s pod groups that Kueue has not finished."""
     groups = set(wf.groups)
@@ -269,7 +250,7 @@ def done_groups(obs: Observed, stop_all: bool) -> list[tuple[str, Json, Workflow
             if wl is None or WorkloadBody.of(wl).finished:
                 continue
             if workload_workflow(wl, obs.pods, mine, group) != v.name:
-                continue  # the group name is reused by a later segment: not this Workflow's
+                continue  # a later segment reused the name (made before per-segment names)
             step = v.steps.get(info.step)
             stopped = bool(v.stopped_for or v.shutdown)
             if v.terminal or stop_all or stopped or (step is not None and step.phase in FAILED):
@@ -292,7 +273,7 @@ def releases(obs: Observed, done: list[tuple[str, Json, WorkflowView]]) -> list[
         uid = Meta.of(wl).uid
         rerun = bool(v.stopped_for) and not v.backoff_job  # a failed Job's step is not re-run
         if rerun or not pods or not all(PodBody.of(p).terminal for p in pods):
-            # a stopped step is re-run under the same group name: its Workload must go
+            # a stopped step is re-run by the next segment: its quota is freed now
             out.append(api.delete(api.WORKLOAD, ns, group, uid))
             continue
         retriable = [Meta.of(p).annotation(labels.KUEUE_RETRIABLE_IN_GROUP) for p in pods]

@@ -159,8 +159,8 @@ def stopped_steps_that_succeeded(wf: WorkflowView, pods: tuple[Json, ...]) -> fr
     by the stop (``workflow shutdown with strategy: Stop``): the pods ended before the stop
     reached them. They count as done, as Kueue counts them: it finishes a group once
     ``pod-group-total-count`` of its pods succeeded (v0.19.2 ``pod_controller.go`` ``Finished``),
-    so the same group re-run by the next segment would never be admitted (its new pods stay
-    gated), and the work it did would be done twice."""
+    and the work they did is not done twice. A step with a pod missing or failed is re-run by
+    the next segment under the segment's own group name (``names.group_name``)."""
     if not wf.stopped_for:
         return frozenset()
     by_step: dict[str, list[bool]] = {}
