@@ -9,7 +9,10 @@ is when the recording stopped (a node or pod still there counts until then).
 - GPU node-seconds: each node's life, from its creation to its deletion;
 - idle GPU node-seconds: a node up with no GPU pod bound to it, split into ``scale-down`` (after
   its last GPU pod ended: the autoscaler's scale-down-unneeded time, paid by every setup once its
-  queue empties) and ``unused`` (the rest: before its first pod, between pods, a node never used);
+  queue empties) and ``unused`` (the rest: before its first pod, between pods, a node never used),
+  of which ``between`` is the gaps between one GPU pod's end and the next one's binding (a node
+  handed from one trainer to the next: quota released, the next Workload admitted and checked,
+  its pods ungated and bound), with the number of such hand-overs;
 - bookings expired: requests whose booking ended by time (``BookingExpired`` with reason
   ``CapacityReservationTimeExpired``, cluster-autoscaler's ``processor.go``); a booking ended
   because its pods were bound (``CapacityBookingConsumed``, CA master) did not expire;
@@ -23,6 +26,7 @@ is when the recording stopped (a node or pod still there counts until then).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -109,10 +113,13 @@ def busy(node: NodeLife, pods: Sequence[BoundPod], end: float) -> list[Interval]
 
 @dataclass(frozen=True)
 class Idle:
-    """A node's idle seconds: after its last pod (scale-down), and the rest (unused)."""
+    """A node's idle seconds: after its last pod (scale-down), and the rest (unused), of which
+    ``between`` came between two pods, over ``handovers`` gaps."""
 
     unused: float
     scale_down: float
+    between: float = 0.0
+    handovers: int = 0
 
     @property
     def total(self) -> float:
@@ -125,7 +132,8 @@ def node_idle(node: NodeLife, pods: Sequence[BoundPod], end: float) -> Idle:
     spans = busy(node, pods, end)
     idle = (stop - start) - sum(b - a for a, b in spans)
     tail = stop - spans[-1][1] if spans else 0.0
-    return Idle(max(0.0, idle - tail), tail)
+    gaps = [b[0] - a[1] for a, b in itertools.pairwise(spans)]
+    return Idle(max(0.0, idle - tail), tail, sum(gaps), len(gaps))
 
 
 def node_seconds(nodes: Sequence[NodeLife], end: float) -> float:
@@ -135,7 +143,12 @@ def node_seconds(nodes: Sequence[NodeLife], end: float) -> float:
 def idle_seconds(nodes: Sequence[NodeLife], pods: Sequence[BoundPod], end: float) -> Idle:
     """The nodes' idle seconds, summed."""
     each = [node_idle(n, pods, end) for n in nodes]
-    return Idle(sum(i.unused for i in each), sum(i.scale_down for i in each))
+    return Idle(
+        sum(i.unused for i in each),
+        sum(i.scale_down for i in each),
+        sum(i.between for i in each),
+        sum(i.handovers for i in each),
+    )
 
 
 def expired(requests: Sequence[RequestLife]) -> list[RequestLife]:
@@ -223,6 +236,8 @@ def figures(records: Records) -> dict[str, float]:
         "prov_idle_gpu_node_s": idle.total,
         "prov_idle_unused_gpu_node_s": idle.unused,
         "prov_idle_scale_down_gpu_node_s": idle.scale_down,
+        "prov_idle_between_gpu_node_s": idle.between,
+        "prov_handovers": float(idle.handovers),
         "prov_requests": float(len(records.requests)),
         "prov_requests_per_trainjob": mean,
         "prov_requests_per_trainjob_max": float(most),
@@ -263,6 +278,8 @@ def line(name: str, trainweave: dict[str, float], upstream: dict[str, float]) ->
         f" makespan-ratio={makespan_ratio(trainweave, upstream)}"
         f" idle-unused {pair('prov_idle_unused_gpu_node_s')}"
         f" idle-scale-down {pair('prov_idle_scale_down_gpu_node_s')}"
+        f" idle-between-pods {pair('prov_idle_between_gpu_node_s')}"
+        f" handovers {pair('prov_handovers')}"
         f" stranded {pair('prov_trainers_stranded')}"
         f" requests-per-trainjob {pair('prov_requests_per_trainjob', '.2f')}"
         f" start-delay-p50 {pair('prov_start_delay_p50_s', '.1f')}"

@@ -40,7 +40,7 @@ N = NodeLife("n", created=0.0, deleted=100.0)
     ("node", "pods", "end", "want"),
     [
         # up 100 s, pods 20 + 10 s: 30 s between/before them, 40 s after the last one
-        (N, [BoundPod("a", "n", 10, 30), BoundPod("b", "n", 50, 60)], 200, Idle(30, 40)),
+        (N, [BoundPod("a", "n", 10, 30), BoundPod("b", "n", 50, 60)], 200, Idle(30, 40, 20, 1)),
         (N, [], 200, Idle(100, 0)),  # never used: all of it unused, no scale-down tail
         (N, [BoundPod("a", "n", 0, 100)], 200, Idle(0, 0)),
         # two pods of one trainer on the same node overlap: counted once
@@ -156,6 +156,7 @@ TW = {
     "prov_idle_unused_gpu_node_s": 2.4, "prov_idle_scale_down_gpu_node_s": 10.0,
     "prov_trainers_stranded": 0.0, "prov_requests_per_trainjob": 1.0,
     "prov_start_delay_p50_s": 2.04, "prov_run_s": 60.0,
+    "prov_idle_between_gpu_node_s": 1.6, "prov_handovers": 1.0,
 }  # fmt: skip
 
 
@@ -165,12 +166,14 @@ def test_the_bench_provisioning_line() -> None:
         "makespan_s": 0.0, "completed": 0.0, "prov_idle_unused_gpu_node_s": 480.0,
         "prov_idle_scale_down_gpu_node_s": 0.0, "prov_trainers_stranded": 2.0,
         "prov_start_delay_p50_s": 0.0, "prov_run_s": 150.0,
+        "prov_idle_between_gpu_node_s": 0.0, "prov_handovers": 0.0,
     }  # fmt: skip
     assert line("prov-long-init", TW, up) == (
         "bench-provisioning: trace=prov-long-init idle-gpu-node-s trainweave=12 upstream=480"
         " expired trainweave=0 upstream=2 node-s trainweave=301 upstream=500"
         " makespan-ratio=<0.40 idle-unused trainweave=2 upstream=480"
-        " idle-scale-down trainweave=10 upstream=0 stranded trainweave=0 upstream=2"
+        " idle-scale-down trainweave=10 upstream=0 idle-between-pods trainweave=2 upstream=0"
+        " handovers trainweave=1 upstream=0 stranded trainweave=0 upstream=2"
         " requests-per-trainjob trainweave=1.00 upstream=1.00"
         " start-delay-p50 trainweave=2.0 upstream=0.0 complete trainweave=4/4 upstream=0/4"
     )
@@ -218,6 +221,7 @@ def test_idle_is_never_more_than_the_node_was_up(
     idle = node_idle(node, pods, end)
     up = node_seconds([node], end)
     assert idle.unused >= -1e-9 and idle.scale_down >= -1e-9
+    assert -1e-9 <= idle.between <= idle.unused + 1e-9  # the gaps are part of the unused time
     assert idle.total <= up + 1e-9
     # idle and busy make up the node's life
     assert abs(idle.total + sum(b - a for a, b in busy(node, pods, end)) - up) < 1e-6
