@@ -148,12 +148,14 @@ def test_suspend_then_resume_continues_from_interrupted_step(
 def test_a_step_resumed_after_some_of_its_pods_succeeded_runs_under_its_own_group(
     kube: Kube, namespace: str, queues: Any, controller: ControllerProc
 ) -> None:
-    """A 2-pod trainer suspended after rank 0 succeeded, rank 1 still running: the resumed
-    segment re-runs the step. Kueue counts every pod carrying a group's name (v0.19.2
-    ``pod_controller.go``: ``Finished`` counts the succeeded ones, ``ConstructComposableWorkload``
-    deletes the newest gated pods beyond ``pod-group-total-count``), so under the stopped
-    segment's group name the old succeeded pod would stand in for a new one. The segment's
-    pods carry their own group, ``ft-node-a0s1``, which Kueue admits and finishes alone."""
+    """A 2-pod trainer suspended after rank 0 succeeded, rank 1 still running; the resumed
+    segment re-runs the step. Kueue counts every pod that carries a group's name (v0.19.2
+    ``pod_controller.go``: ``Finished`` once ``pod-group-total-count`` of them succeeded), and
+    the stopped segment's rank 0 can outlive the stop (here a finalizer holds it, as a log
+    shipper's would; Kueue deletes the pods of a deleted Workload, but cannot remove them).
+    Under a shared group name it would count for the re-run step, finishing its Workload (and
+    freeing its quota) while the new rank 1 still runs. The segment's pods carry their own
+    group, ``ft-node-a0s1``, whose Workload finishes once both of them did."""
     queues()
     tj, rt = example(namespace, nodes=2)
     for rjob in rt["spec"]["template"]["spec"]["replicatedJobs"]:
@@ -169,34 +171,46 @@ def test_a_step_resumed_after_some_of_its_pods_succeeded_runs_under_its_own_grou
         return sorted(p.status.phase for p in pods) == ["Running", "Succeeded"]
 
     wait_until("trainer rank 0 done, rank 1 running", half_done, timeout=120)
-    kube.custom.patch_namespaced_custom_object(
-        *TRAINER, namespace, "trainjobs", "ft", {"spec": {"suspend": True}}
-    )
-    wait_condition(kube, namespace, "Suspended")
-    wait_until(
-        "stopped segment's pods ended", lambda: not _phase_pods(kube, namespace, "node", "Running")
-    )
-    kube.custom.patch_namespaced_custom_object(
-        *TRAINER, namespace, "trainjobs", "ft", {"spec": {"suspend": False}}
-    )
-    wait_condition(kube, namespace, "Complete", timeout=180)
-    assert sorted(w["metadata"]["name"] for w in workflows(kube, namespace)) == ["ft", "ft-s1"]
-    groups: dict[str, list[str]] = {}
-    for p in kube.pods(namespace, "trainweave.io/replicated-job=node"):
-        group = (p.metadata.labels or {})["kueue.x-k8s.io/pod-group-name"]
-        wf = (p.metadata.labels or {})["workflows.argoproj.io/workflow"]
-        groups.setdefault(f"{wf}/{group}", []).append(p.status.phase)
-    assert sorted(groups["ft-s1/ft-node-a0s1"]) == ["Succeeded", "Succeeded"], groups
-    assert set(groups) <= {"ft/ft-node-a0", "ft-s1/ft-node-a0s1"}, groups
-    wl = kube.workload(namespace, "ft-node-a0s1")
-    assert wl is not None
-    finished = condition(wl, "Finished")
-    assert finished is not None and (finished["status"], finished["reason"]) == (
-        "True",
-        "Succeeded",
-    ), finished
-    excess = kube.core.list_namespaced_event(namespace, field_selector="reason=ExcessPodDeleted")
-    assert not excess.items, [e.message for e in excess.items]
+    (held,) = [
+        p
+        for p in kube.pods(namespace, "trainweave.io/replicated-job=node")
+        if p.status.phase == "Succeeded"
+    ]
+    hold = {"metadata": {"finalizers": [*(held.metadata.finalizers or []), HOLD]}}
+    kube.core.patch_namespaced_pod(held.metadata.name, namespace, hold)
+    try:
+        kube.custom.patch_namespaced_custom_object(
+            *TRAINER, namespace, "trainjobs", "ft", {"spec": {"suspend": True}}
+        )
+        wait_condition(kube, namespace, "Suspended")
+        wait_until("rank 1 stopped", lambda: not _phase_pods(kube, namespace, "node", "Running"))
+        kube.custom.patch_namespaced_custom_object(
+            *TRAINER, namespace, "trainjobs", "ft", {"spec": {"suspend": False}}
+        )
+        wait_condition(kube, namespace, "Complete", timeout=180)
+        assert sorted(w["metadata"]["name"] for w in workflows(kube, namespace)) == ["ft", "ft-s1"]
+        pods = [
+            p
+            for p in kube.pods(namespace, "trainweave.io/replicated-job=node")
+            if (p.metadata.labels or {})["workflows.argoproj.io/workflow"] == "ft-s1"
+        ]
+        assert sorted(p.status.phase for p in pods) == ["Succeeded", "Succeeded"]
+        (group,) = {(p.metadata.labels or {})["kueue.x-k8s.io/pod-group-name"] for p in pods}
+        wl = kube.workload(namespace, group)
+        assert wl is not None, group
+        finished = condition(wl, "Finished")
+        assert finished is not None and finished["status"] == "True", finished
+        ended = max(
+            c.state.terminated.finished_at for p in pods for c in p.status.container_statuses
+        )
+        # Kueue's times are to the second: the Workload finished once both new pods had
+        assert finished["lastTransitionTime"] >= ended.strftime("%Y-%m-%dT%H:%M:%SZ"), (
+            finished,
+            ended,
+        )
+        assert group == "ft-node-a0s1"
+    finally:
+        wait_until("hold released", lambda: _release(kube, namespace, held))
 
 
 def _phase_pods(kube: Kube, ns: str, rjob: str, phase: str) -> bool:
@@ -211,6 +225,39 @@ def _reserved(cq: Json, resource: str) -> float:
             if r["name"] == resource:
                 total += float(str(r["total"]))
     return total
+
+
+def test_a_trainjob_recreated_at_once_under_its_name_runs_to_complete(
+    kube: Kube, namespace: str, queues: Any, controller: ControllerProc
+) -> None:
+    """`kubectl delete` then `kubectl apply` of the same TrainJob while its trainer runs: the
+    first one's pods and Workloads are still being deleted when the second one starts. Kueue
+    counts every pod carrying a group's name and never ungates a new pod of a finished
+    group, so the second TrainJob must not share a group with what the first one left."""
+    queues()
+    apply(kube, namespace, *example(namespace, nodes=1, durations={"node": "300s"}))
+    wait_until(
+        "trainer running", lambda: _phase_pods(kube, namespace, "node", "Running"), timeout=120
+    )
+    tj, rt = example(namespace, nodes=1, runtime_name="llm-finetune-fast")
+    tj["spec"]["runtimeRef"]["name"] = "llm-finetune-fast"
+    kube.create(TRAINER, "trainingruntimes", rt, namespace)
+    kube.custom.delete_namespaced_custom_object(*TRAINER, namespace, "trainjobs", "ft")
+
+    def recreated() -> bool:
+        try:
+            kube.create(TRAINER, "trainjobs", tj, namespace)
+        except ApiException as err:
+            if err.status == 409:  # the first one is still there (its finalizer, if any)
+                return False
+            raise
+        return True
+
+    wait_until("TrainJob re-created", recreated, timeout=60)
+    done = wait_condition(kube, namespace, "Complete", timeout=240)
+    assert done["spec"]["runtimeRef"]["name"] == "llm-finetune-fast"
+    excess = kube.core.list_namespaced_event(namespace, field_selector="reason=ExcessPodDeleted")
+    assert not excess.items, [e.message for e in excess.items]
 
 
 def test_deleting_trainjob_cleans_up(
