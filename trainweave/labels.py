@@ -161,6 +161,9 @@ class EventReason(enum.StrEnum):
     # one of the TrainJob's children could not be read: skipped, or kept with a part unknown
     # (a Workflow's compressedNodes that does not decode) (controller.py)
     OBJECT_UNREADABLE = "ObjectUnreadable"
+    # a TrainJob re-created under a name whose earlier run's Workflow or pods are still there
+    # (integrations/views/decide/leftovers.py): it starts once they are gone
+    EARLIER_RUN_REMAINS = "EarlierRunRemains"
 
 
 class TrainJobState(enum.StrEnum):

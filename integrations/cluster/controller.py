@@ -39,7 +39,7 @@ from trainweave.integrations.cluster.executor import Executor, Renderer
 from trainweave.integrations.cluster.health import Health
 from trainweave.integrations.cluster.informer import STALE_AFTER, Informer, Key, WorkQueue, key_of
 from trainweave.integrations.cluster.metrics import Metrics
-from trainweave.integrations.views.decide import reconcile
+from trainweave.integrations.views.decide import leftovers, reconcile
 from trainweave.integrations.views.decide.reconcile import Actions
 from trainweave.integrations.views.read import slim
 from trainweave.integrations.views.read.argo_view import TERMINAL, WorkflowView, templates, view
@@ -296,7 +296,7 @@ class Controller:
         if obs is None:
             pods = self.pods.by_index("tj", f"{key[0]}/{key[1]}")
             wls = [w for p in pods if (w := self.workloads.get(key[0], group_of(p)))]
-            for req in reconcile.orphan_releases(key[0], pods, wls):
+            for req in leftovers.orphan_releases(key[0], pods, wls):
                 self.executor.send(req)
             self.metrics.set_state(f"{key[0]}/{key[1]}", None)
             self.metrics.set_steps(f"{key[0]}/{key[1]}")

@@ -24,7 +24,15 @@ from tests.oracle import harness
 
 from .controller_proc import ControllerProc
 from .kube import KUEUE, Kube, Pod, condition, default_kubeconfig, wait_until
-from .pipelines import TRAINER, apply, example, wait_condition, workflows, workload_done
+from .pipelines import (
+    TRAINER,
+    apply,
+    example,
+    trainjob,
+    wait_condition,
+    workflows,
+    workload_done,
+)
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -227,18 +235,23 @@ def _reserved(cq: Json, resource: str) -> float:
     return total
 
 
-def test_a_trainjob_recreated_at_once_under_its_name_runs_to_complete(
+def test_a_trainjob_recreated_under_its_name_waits_for_the_earlier_ones_pods(
     kube: Kube, namespace: str, queues: Any, controller: ControllerProc
 ) -> None:
-    """`kubectl delete` then `kubectl apply` of the same TrainJob while its trainer runs: the
-    first one's pods and Workloads are still being deleted when the second one starts. Kueue
-    counts every pod carrying a group's name and never ungates a new pod of a finished
-    group, so the second TrainJob must not share a group with what the first one left."""
+    """`kubectl delete` then `kubectl apply` of a TrainJob while its trainer runs: the GC deletes
+    the first one's Workflow and pods after it, and a pod can outlive it (here a finalizer holds
+    its dataset initializer, as a log shipper's or a long grace period would). That pod carries
+    the group name the second TrainJob's initializer gets, and Kueue counts every pod of a
+    group: it would make no Workload for the new pod until it saw the old one gone. The second
+    TrainJob starts nothing while the pod is there, says so in an Event, and then runs."""
     queues()
     apply(kube, namespace, *example(namespace, nodes=1, durations={"node": "300s"}))
     wait_until(
         "trainer running", lambda: _phase_pods(kube, namespace, "node", "Running"), timeout=120
     )
+    (held,) = kube.pods(namespace, "trainweave.io/replicated-job=dataset-initializer")
+    hold = {"metadata": {"finalizers": [*(held.metadata.finalizers or []), HOLD]}}
+    kube.core.patch_namespaced_pod(held.metadata.name, namespace, hold)
     tj, rt = example(namespace, nodes=1, runtime_name="llm-finetune-fast")
     tj["spec"]["runtimeRef"]["name"] = "llm-finetune-fast"
     kube.create(TRAINER, "trainingruntimes", rt, namespace)
@@ -248,14 +261,31 @@ def test_a_trainjob_recreated_at_once_under_its_name_runs_to_complete(
         try:
             kube.create(TRAINER, "trainjobs", tj, namespace)
         except ApiException as err:
-            if err.status == 409:  # the first one is still there (its finalizer, if any)
+            if err.status == 409:  # the first one is not gone yet
                 return False
             raise
         return True
 
-    wait_until("TrainJob re-created", recreated, timeout=60)
+    try:
+        wait_until("TrainJob re-created", recreated, timeout=60)
+        uid = trainjob(kube, namespace)["metadata"]["uid"]
+
+        def waiting() -> bool:
+            sel = f"involvedObject.uid={uid},reason=EarlierRunRemains"
+            events = kube.core.list_namespaced_event(namespace, field_selector=sel).items
+            return any(f"Pod {held.metadata.name}" in (e.message or "") for e in events)
+
+        wait_until("the new TrainJob waits for the held pod", waiting, timeout=60)
+        started = [
+            w
+            for w in workflows(kube, namespace)
+            if any(r["uid"] == uid for r in w["metadata"].get("ownerReferences") or [])
+        ]
+        assert started == []  # nothing of the new TrainJob while the old pod is there
+    finally:
+        wait_until("hold released", lambda: _release(kube, namespace, held))
     done = wait_condition(kube, namespace, "Complete", timeout=240)
-    assert done["spec"]["runtimeRef"]["name"] == "llm-finetune-fast"
+    assert done["metadata"]["uid"] == uid
     excess = kube.core.list_namespaced_event(namespace, field_selector="reason=ExcessPodDeleted")
     assert not excess.items, [e.message for e in excess.items]
 

@@ -24,7 +24,7 @@ from tests.unit.fakeapi import Transport
 from trainweave.adapters import render
 from trainweave.inputs import parse_runtime, parse_trainjob
 from trainweave.integrations.cluster.executor import Executor, run_once
-from trainweave.integrations.views.decide import reconcile
+from trainweave.integrations.views.decide import leftovers, reconcile
 from trainweave.integrations.views.read.observed import Observed
 from trainweave.integrations.views.requests import api
 
@@ -474,7 +474,7 @@ def test_deadline_stops_workflow_and_deletes_workloads() -> None:
 
 def test_orphaned_pods_release_their_workload() -> None:
     pods = [pod("ft", "trainer", "node-0-0", "Failed", deleting=True)]
-    reqs = reconcile.orphan_releases("ns", pods, [workload("ft-trainer-a0", reserved=T0)])
+    reqs = leftovers.orphan_releases("ns", pods, [workload("ft-trainer-a0", reserved=T0)])
     assert [
         (r.method, r.path.rsplit("/", 1)[-1], (r.body or {}).get("preconditions")) for r in reqs
     ] == [("DELETE", "ft-trainer-a0", {"uid": "wl-ft-trainer-a0"})]
@@ -671,3 +671,47 @@ def test_resuming_after_a_partial_step_starts_the_next_segment_at_once() -> None
     plan = reconcile.actions(obs, NOW)
     assert plan.start == reconcile.Start(attempt=0, segment=1, skip_steps=frozenset({"init"}))
     assert [r for r in plan.requests if r.method == "DELETE"] == []
+
+
+# --- a TrainJob re-created under the name of one still being deleted ---------------------------
+
+EARLIER = "tj-uid-0"  # the TrainJob deleted in the background; the one observed is UID
+
+
+@pytest.mark.parametrize(
+    ("workflows", "pods", "left"),
+    [
+        # its Workflow still there (the GC deletes it after the TrainJob)
+        ((workflow({"init": INIT_OK}, owner_uid=EARLIER),), (), ["Workflow ft"]),
+        # its Workflow gone, a pod of it held (a finalizer, a long grace period)
+        ((), (pod("ft", "init", "init-0-0", "Succeeded", deleting=True),), ["Pod ft-init-init-0-0-0"]),
+        ((), (pod("ft", "trainer", "node-0-0", "Running", deleting=True),), ["Pod ft-trainer-node-0-0-0"]),
+    ],
+    ids=["workflow", "succeeded-pod", "running-pod"],
+)  # fmt: skip
+def test_a_trainjob_waits_for_what_an_earlier_one_of_its_name_left(
+    workflows: tuple[Json, ...], pods: tuple[Json, ...], left: list[str]
+) -> None:
+    """Its pods would carry the same group names: Kueue counts every pod of a group, deletes the
+    newest beyond its count and makes no Workload until it sees them gone. The new TrainJob
+    starts nothing, says why, and frees what the earlier pods' Workloads hold."""
+    wls = (workload("ft-trainer-a0", queue="gpu", reserved=T0),)
+    obs = Observed(trainjob(), workflows, pods, wls)
+    assert leftovers.leftovers(obs) == left
+    plan = reconcile.actions(obs, NOW)
+    assert plan.start is None
+    (ev,) = [r for r in plan.requests if r.kind is api.EVENT]
+    assert ev.body is not None and ev.body["reason"] == "EarlierRunRemains"
+    assert ev.body["message"].startswith(f"{left[0]} of an earlier TrainJob named ft still exist")
+    deletes = [r.path.rsplit("/", 1)[-1] for r in plan.requests if r.method == "DELETE"]
+    assert deletes == (["ft-trainer-a0"] if "trainer" in left[0] else [])
+    # once they are gone, it starts
+    assert reconcile.actions(Observed(trainjob()), NOW).start == reconcile.Start(attempt=0)
+
+
+def test_pods_of_the_trainjobs_own_workflows_are_no_leftovers() -> None:
+    """A restart's new attempt not yet in the cache: the pods are of this TrainJob's earlier
+    attempt (its own Workflow), so nothing waits."""
+    mine = workflow({"init": INIT_OK}, phase="Failed")
+    pods = (pod("ft", "init", "init-0-0", "Succeeded"),)
+    assert leftovers.leftovers(Observed(trainjob(), (mine,), pods)) == []

@@ -28,7 +28,7 @@ from typing import Any
 
 from trainweave import codecs, labels
 from trainweave.codecs import Stop
-from trainweave.integrations.views.decide import kept, stranded
+from trainweave.integrations.views.decide import kept, leftovers, stranded
 from trainweave.integrations.views.decide import verdict as judging
 from trainweave.integrations.views.decide.rollup import is_finished, rollup
 from trainweave.integrations.views.read import capacity, checks, disruption, quota
@@ -156,6 +156,10 @@ def _lifecycle(obs: Observed, prog: Progress, suspend: bool, out: Actions, now: 
     ns, name = meta.namespace, meta.name
     latest = prog.latest
     if latest is None:  # no Workflow of this attempt yet (attempt 0 writes no annotation)
+        waits = leftovers.waiting(obs, now)
+        if waits:  # an earlier TrainJob of this name: its names are still taken
+            out.requests += waits
+            return
         out.start = Start(prog.attempt, 0, frozenset(), suspend)
         return
     wf_pods = [p for p in obs.pods if workflow_of(p) == latest.name]
@@ -299,16 +303,6 @@ def workload_workflow(
     return newest.name if not names or newest.name in names else sorted(names)[-1]
 
 
-def orphan_releases(namespace: str, pods: list[Json], workloads: list[Json]) -> list[api.Request]:
-    """TrainJob gone: delete the Workloads that hold its deleting pods (Kueue finalizer)."""
-    groups = {group_of(p) for p in pods if Meta.of(p).deletion_timestamp}
-    return [
-        api.delete(api.WORKLOAD, namespace, m.name, m.uid)
-        for wl in workloads
-        if (m := Meta.of(wl)).name in groups and not m.deletion_timestamp
-    ]
-
-
 def _quota(obs: Observed, records: list[quota.StepQuota], now: datetime, out: Actions) -> None:
     tj = obs.trainjob
     meta = Meta.of(tj)
@@ -354,7 +348,7 @@ def _stop_when_deleted(ns: str, obs: Observed) -> list[api.Request]:
     each running Workflow first ends that; then each stopped or ended group is released, as for a
     suspend: Kueue keeps its finalizer on a pod the stop failed while the Workload waits for a
     replacement, which would hold the pod, Workflow and TrainJob for good (docs/engines.md).
-    In the background the Workflows go after the TrainJob (``orphan_releases``); with
+    In the background the Workflows go after the TrainJob (``leftovers.orphan_releases``); with
     ``orphan`` they are meant to keep running."""
     if FOREGROUND not in Meta.of(obs.trainjob).finalizers:
         return []
