@@ -321,8 +321,15 @@ def main() -> int:
                     "and Argo's default 10s; the workflow-controller is restarted with it)")  # fmt: skip
     args = ap.parse_args()
     if args.from_dump:
+        by_trace: dict[str, list[Run]] = {}
         for text in Path(args.from_dump).read_text(encoding="utf-8").splitlines():
-            report(*from_dump(json.loads(text)))
+            name, run = from_dump(json.loads(text))
+            report(name, run)
+            by_trace.setdefault(name, []).append(run)
+        for name, runs in by_trace.items():  # the trace lines, as the run printed them
+            up = next((r for r in runs if r.setup == "upstream"), None)
+            if up is not None and runs[-1] is not up and runs[-1].capacity is not None:
+                print(provisioning_line(name, runs[-1].figures, up.figures))
         return 0
     cluster = Cluster(args.kubeconfig)
     settings: dict[str, str] = {}
