@@ -274,9 +274,13 @@ def releases(obs: Observed, done: list[tuple[str, Json, WorkflowView]]) -> list[
         phases = {PodBody.of(p).phase for p in pods}
         if pods and phases == {PodPhase.SUCCEEDED}:
             continue  # Kueue finishes a fully succeeded group itself
+        ended = all(PodBody.of(p).terminal for p in pods)
+        step = v.steps.get(v.groups[group].step)
+        if pods and not ended and step is not None and step.pods_succeeded:
+            continue  # Argo saw every pod succeed, our pod cache is behind: Kueue finishes it
         uid = Meta.of(wl).uid
         rerun = bool(v.stopped_for) and not v.backoff_job  # a failed Job's step is not re-run
-        if rerun or not pods or not all(PodBody.of(p).terminal for p in pods):
+        if rerun or not pods or not ended:
             # a stopped step is re-run by the next segment: its quota is freed now
             out.append(api.delete(api.WORKLOAD, ns, group, uid))
             continue
