@@ -184,8 +184,7 @@ def test_a_step_resumed_after_some_of_its_pods_succeeded_runs_under_its_own_grou
         for p in kube.pods(namespace, "trainweave.io/replicated-job=node")
         if p.status.phase == "Succeeded"
     ]
-    hold = {"metadata": {"finalizers": [*(held.metadata.finalizers or []), HOLD]}}
-    kube.core.patch_namespaced_pod(held.metadata.name, namespace, hold)
+    _hold(kube, namespace, held)
     try:
         kube.custom.patch_namespaced_custom_object(
             *TRAINER, namespace, "trainjobs", "ft", {"spec": {"suspend": True}}
@@ -245,13 +244,9 @@ def test_a_trainjob_recreated_under_its_name_waits_for_the_earlier_ones_pods(
     group: it would make no Workload for the new pod until it saw the old one gone. The second
     TrainJob starts nothing while the pod is there, says so in an Event, and then runs."""
     queues()
-    apply(kube, namespace, *example(namespace, nodes=1, durations={"node": "300s"}))
-    wait_until(
-        "trainer running", lambda: _phase_pods(kube, namespace, "node", "Running"), timeout=120
-    )
+    _trainer_running(kube, namespace)
     (held,) = kube.pods(namespace, "trainweave.io/replicated-job=dataset-initializer")
-    hold = {"metadata": {"finalizers": [*(held.metadata.finalizers or []), HOLD]}}
-    kube.core.patch_namespaced_pod(held.metadata.name, namespace, hold)
+    _hold(kube, namespace, held)
     tj, rt = example(namespace, nodes=1, runtime_name="llm-finetune-fast")
     tj["spec"]["runtimeRef"]["name"] = "llm-finetune-fast"
     kube.create(TRAINER, "trainingruntimes", rt, namespace)
@@ -294,10 +289,7 @@ def test_deleting_trainjob_cleans_up(
     kube: Kube, namespace: str, queues: Any, controller: ControllerProc
 ) -> None:
     queues()
-    apply(kube, namespace, *example(namespace, nodes=1, durations={"node": "300s"}))
-    wait_until(
-        "trainer running", lambda: _phase_pods(kube, namespace, "node", "Running"), timeout=120
-    )
+    _trainer_running(kube, namespace)
     kube.custom.delete_namespaced_custom_object(*TRAINER, namespace, "trainjobs", "ft")
     wait_until("workflows gone", lambda: not workflows(kube, namespace), timeout=90)
     wait_until(
@@ -316,13 +308,9 @@ def test_foreground_deleted_trainjob_stops_its_workflow_before_the_cascade(
     A test finalizer holds the trainer pod, so the Workflow outlives the pod's failure for
     certain and Argo decides about it: the Workflow fails, with no retry attempt."""
     queues()
-    apply(kube, namespace, *example(namespace, nodes=1, durations={"node": "300s"}))
-    wait_until(
-        "trainer running", lambda: _phase_pods(kube, namespace, "node", "Running"), timeout=120
-    )
+    _trainer_running(kube, namespace)
     (trainer,) = kube.pods(namespace, "trainweave.io/replicated-job=node")
-    hold = {"metadata": {"finalizers": [*(trainer.metadata.finalizers or []), HOLD]}}
-    kube.core.patch_namespaced_pod(trainer.metadata.name, namespace, hold)
+    _hold(kube, namespace, trainer)
     kube.custom.delete_namespaced_custom_object(
         *TRAINER, namespace, "trainjobs", "ft", propagation_policy="Foreground"
     )
@@ -352,6 +340,20 @@ def test_foreground_deleted_trainjob_stops_its_workflow_before_the_cascade(
         "pods gone", lambda: not kube.pods(namespace, "trainweave.io/trainjob=ft"), timeout=60
     )
     wait_until("workloads gone", lambda: not kube.list(KUEUE, "workloads", namespace), timeout=60)
+
+
+def _trainer_running(kube: Kube, namespace: str) -> None:
+    """Apply the example with a 300 s trainer and wait until the trainer runs."""
+    apply(kube, namespace, *example(namespace, nodes=1, durations={"node": "300s"}))
+    wait_until(
+        "trainer running", lambda: _phase_pods(kube, namespace, "node", "Running"), timeout=120
+    )
+
+
+def _hold(kube: Kube, namespace: str, pod: Pod) -> None:
+    """Put HOLD on ``pod``: it outlives its deletion until ``_release`` takes HOLD off."""
+    hold = {"metadata": {"finalizers": [*(pod.metadata.finalizers or []), HOLD]}}
+    kube.core.patch_namespaced_pod(pod.metadata.name, namespace, hold)
 
 
 def _release(kube: Kube, namespace: str, pod: Pod) -> bool:
