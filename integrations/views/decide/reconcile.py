@@ -271,13 +271,14 @@ def releases(obs: Observed, done: list[tuple[str, Json, WorkflowView]]) -> list[
         if Meta.of(wl).deletion_timestamp:
             continue
         pods = [p for p in obs.pods if group_of(p) == group]
-        phases = {PodBody.of(p).phase for p in pods}
-        if pods and phases == {PodPhase.SUCCEEDED}:
-            continue  # Kueue finishes a fully succeeded group itself
         ended = all(PodBody.of(p).terminal for p in pods)
         step = v.steps.get(v.groups[group].step)
-        if pods and not ended and step is not None and step.pods_succeeded:
-            continue  # Argo saw every pod succeed, our pod cache is behind: Kueue finishes it
+        # every pod succeeded by our pod cache, or by Argo's status while that cache is behind
+        succeeded = {PodBody.of(p).phase for p in pods} == {PodPhase.SUCCEEDED} or (
+            not ended and step is not None and step.pods_succeeded
+        )
+        if pods and succeeded:
+            continue  # Kueue finishes a fully succeeded group itself
         uid = Meta.of(wl).uid
         rerun = bool(v.stopped_for) and not v.backoff_job  # a failed Job's step is not re-run
         if rerun or not pods or not ended:
